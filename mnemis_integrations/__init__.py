@@ -1,0 +1,54 @@
+"""Mnemis: long-term memory for LLM applications as a hierarchical graph with dual-path retrieval.
+
+The package root exposes the framework-free API only; adapters live in
+``mnemis_integrations.langchain`` and ``mnemis_integrations.llama_index``.
+"""
+
+from .core import recipes
+from .core.config import BuildConfig, FusionConfig, LimitsConfig, MemoryConfig, RelationConfig, SemanticConfig
+from .core.engine import IngestReport, MnemisMemory
+from .core.model import EdgeKind, Message, NodeKind, Status
+from .core.retrieval.results import MemoryHit
+from .errors import (
+    ConfigError,
+    DuplicateMessageError,
+    EmbedderMismatchError,
+    InvalidMessageError,
+    InvalidNamespaceError,
+    InvalidQueryError,
+    MissingDependencyError,
+    MnemisError,
+    NamespaceNotFoundError,
+    NodeNotFoundError,
+    StoreError,
+)
+
+__all__ = [
+    "MnemisMemory",
+    "MemoryHit",
+    "IngestReport",
+    "MemoryConfig",
+    "BuildConfig",
+    "SemanticConfig",
+    "RelationConfig",
+    "FusionConfig",
+    "LimitsConfig",
+    "recipes",
+    "NodeKind",
+    "EdgeKind",
+    "Status",
+    "Message",
+    "MnemisError",
+    "InvalidMessageError",
+    "DuplicateMessageError",
+    "InvalidQueryError",
+    "InvalidNamespaceError",
+    "NamespaceNotFoundError",
+    "NodeNotFoundError",
+    "StoreError",
+    "EmbedderMismatchError",
+    "ConfigError",
+    "MissingDependencyError",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,139 @@
+"""Offline entity extraction, English and Chinese.
+
+Granularity rule (SPEC §2): only something a query could ask about on its own
+becomes an entity: names of people, places, organisations, products, plans and
+versions. Capitalised sentence openers ("Thanks", "Yesterday") are not names
+unless the same word is also seen capitalised mid-sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Iterable
+
+from ..text import STOPWORDS, has_cjk, normalise_name
+
+__all__ = ["extract_entities", "EntityMention"]
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_CAP_SEQ = re.compile(
+    r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for|and|&)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*"
+)
+_PLAN_LIKE = re.compile(r"\b(?:plan|option|version|phase|tier|project)\s+[A-Z0-9]{1,3}\b", re.IGNORECASE)
+_VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
+_ZH_PLAN = re.compile(r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)")
+# Capitalised words that open sentences or fill chat but name nothing.
+_NOT_NAMES = frozenset(
+    """i i'm i've i'd i'll im the a an my your our their his her its this that these those it we you they he she
+    hey hi hello thanks thank yes yeah no oh ok okay wow sure great good nice cool awesome sounds sorry please
+    well so but and or also just really what when where why how who which yesterday today tomorrow tonight
+    last next monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december mom dad lol haha omg btw anyway let let's can could would
+    should will did do does have has had is are was were be being been if as at on in to for with by from
+    congrats congratulations absolutely definitely totally exactly right love glad happy hope here there""".split()
+)
+# Inside Chinese text there are no word boundaries, so Latin names need their own pattern.
+_LATIN_IN_CJK = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z0-9]+(?:\s[A-Z][A-Za-z0-9]+)*")
+_ZH_NAME_TAGS = {"nr", "ns", "nt", "nz", "nrt", "nrfg"}
+
+
+class EntityMention(tuple):
+    """(normalised key, display name)."""
+
+    __slots__ = ()
+
+    def __new__(cls, key: str, name: str):
+        return super().__new__(cls, (key, name))
+
+    @property
+    def key(self) -> str:
+        return self[0]
+
+    @property
+    def name(self) -> str:
+        return self[1]
+
+
+@lru_cache(maxsize=1)
+def _jieba_posseg():
+    import logging
+
+    import jieba
+    import jieba.posseg as pseg
+
+    jieba.setLogLevel(logging.WARNING)
+    return pseg
+
+
+def _strip_openers(words: list[str]) -> list[str]:
+    while words and words[0].lower().replace("’", "'") in _NOT_NAMES:
+        words = words[1:]
+    while words and words[-1].lower().replace("’", "'") in _NOT_NAMES:
+        words = words[:-1]
+    return words
+
+
+def _english_candidates(text: str) -> Iterable[tuple[str, bool]]:
+    """Yield (name, sentence_initial) pairs."""
+    for sent in _SENT_SPLIT.split(text):
+        sent = sent.strip()
+        if not sent:
+            continue
+        for m in _CAP_SEQ.finditer(sent):
+            words = _strip_openers(m.group(0).split())
+            if not words:
+                continue
+            name = " ".join(words).strip("'’-&")
+            if len(name) < 2 or name.lower() in STOPWORDS:
+                continue
+            initial = m.start() == 0 and words[0] == m.group(0).split()[0]
+            yield name, initial
+            if initial and len(words) > 1:
+                # "Customer Acme asked": the opener may be an ordinary word; offer the rest as a name too.
+                yield " ".join(words[1:]), False
+        for m in _PLAN_LIKE.finditer(sent):
+            yield m.group(0), False
+        for m in _VERSION.finditer(sent):
+            yield m.group(0), False
+
+
+def _chinese_candidates(text: str) -> Iterable[str]:
+    for m in _LATIN_IN_CJK.finditer(text):
+        if m.group(0).lower() not in _NOT_NAMES:
+            yield m.group(0)
+    for m in _ZH_PLAN.finditer(text):
+        yield m.group(0)
+    for w in _jieba_posseg().cut(text):
+        if w.flag in _ZH_NAME_TAGS and len(w.word) >= 2:
+            yield w.word
+
+
+def extract_entities(texts: list[str], known: set[str] | frozenset[str] = frozenset()) -> list[list[EntityMention]]:
+    """Entities per text.
+
+    A sentence-initial capitalised single word is kept only if it is already a
+    known entity key or appears capitalised mid-sentence somewhere in ``texts``.
+
+    Examples:
+        >>> [[m.name for m in ms] for ms in extract_entities(["Thanks! We told Acme about Plan B.", "Yesterday was fine"])]
+        [['Acme', 'Plan B'], []]
+    """
+    per_text: list[list[tuple[str, bool]]] = [list(_english_candidates(t)) for t in texts]
+    mid_sentence = {normalise_name(n) for cands in per_text for n, initial in cands if not initial}
+    out: list[list[EntityMention]] = []
+    for text, cands in zip(texts, per_text):
+        seen: dict[str, EntityMention] = {}
+        for name, initial in cands:
+            key = normalise_name(name)
+            if not key:
+                continue
+            if initial and " " not in key and key not in mid_sentence and key not in known:
+                continue
+            seen.setdefault(key, EntityMention(key, name))
+        if has_cjk(text):
+            for name in _chinese_candidates(text):
+                key = normalise_name(name)
+                seen.setdefault(key, EntityMention(key, name))
+        out.append(list(seen.values()))
+    return out

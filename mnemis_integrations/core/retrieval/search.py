@@ -1,0 +1,155 @@
+"""Dual-path search over one namespace: both paths, fusion, and the result rules of SPEC §4."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import numpy as np
+
+from ..config import MemoryConfig
+from ..embedders import EmbedderProfile
+from ..model import NodeKind, Status
+from ..state import NamespaceState
+from .cache import PathCache
+from .fusion import alpha_for, collapse_overlaps, fuse, normaliser, place_successors, top_up
+from .relation import relation_path
+from .render import render
+from .results import MemoryHit, Via
+from .semantic import semantic_path
+
+__all__ = ["dual_path_search"]
+
+_QWORDS = re.compile(r"[A-Za-z0-9'’]+|[\u4e00-\u9fff]{1,2}")
+_HIERARCHY = (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
+
+
+def _visible(st: NamespaceState, as_of: datetime | None, include_archived: bool) -> tuple[set[str], dict[str, Status]]:
+    """Hierarchy nodes a search may return, and each one's status at ``as_of``."""
+    allowed, status = set(), {}
+    for n in st.graph.nodes():
+        if n.kind not in _HIERARCHY and not (include_archived and n.kind == NodeKind.ARCHIVE):
+            continue
+        s = n.status
+        if as_of is not None:
+            if n.created_at is not None and n.created_at > as_of:
+                continue
+            if s == Status.SUPERSEDED and (n.valid_until is None or n.valid_until > as_of):
+                s = Status.ACTIVE  # its successor did not exist yet
+        if s == Status.ARCHIVED and not include_archived:
+            continue
+        allowed.add(n.id)
+        status[n.id] = s
+    return allowed, status
+
+
+def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
+    times = {i: st.graph.get(i).event_time for i in ids}
+    known = sorted({t for t in times.values() if t is not None})
+    if len(known) < 2:
+        return {i: 0.0 for i in ids}
+    rank = {t: r / (len(known) - 1) for r, t in enumerate(known)}
+    return {i: rank.get(t, 0.0) if t else 0.0 for i, t in times.items()}
+
+
+def dual_path_search(
+    st: NamespaceState,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    config: MemoryConfig,
+    profile: EmbedderProfile,
+    *,
+    as_of: datetime | None = None,
+    include_archived: bool = False,
+    cache: PathCache | None = None,
+) -> list[MemoryHit]:
+    allowed, status = _visible(st, as_of, include_archived)
+    if not allowed:
+        return []
+    threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
+    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed)
+    rel = relation_path(st, query, config.relation, allowed)
+
+    norm = normaliser(config.fusion.normaliser)
+    sem_n = norm(sem.scores)
+    rel_n = norm(rel.scores)
+    n_words = len(_QWORDS.findall(query))
+    fallback = not rel.seeds or len(rel.scores) < config.relation.min_hits
+    if fallback:
+        alpha = 1.0
+    else:
+        alpha = alpha_for(config.fusion.alpha_rule, rel.n_entities_in_query, n_words, config.fusion.fixed_alpha)
+    fused = fuse(sem_n, rel_n, alpha)
+    if fallback and config.fusion.recency_weight > 0:
+        # Prefer the most recent nodes, so a stale fact is never presented as the current state.
+        rec = _recency(st, list(fused))
+        w = config.fusion.recency_weight
+        fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
+    for nid in fused:
+        if st.graph.get(nid).kind != NodeKind.FRAGMENT:
+            fused[nid] *= config.fusion.parent_weight
+
+    ranked = sorted(fused, key=lambda i: (-fused[i], i))
+    sources = {i: frozenset(st.graph.get(i).source_ids) if st.graph.get(i).kind == NodeKind.FRAGMENT else frozenset()
+               for i in ranked}
+    if config.fusion.collapse_overlap:
+        ranked = collapse_overlaps(ranked, sources)
+    ranked = ranked[:k]
+
+    # Supplementary recall: never fewer than min_results when the memory holds that many.
+    minimum = min(config.fusion.min_results, k)
+    backup = sorted((i for i in sem.raw if i in allowed), key=lambda i: (-sem.raw[i], i))
+    ranked, supplemented = top_up(ranked, backup, minimum)
+
+    successors: dict[str, list[str]] = {}
+    if config.fusion.attach_successors:
+        for nid in ranked:
+            if status.get(nid) == Status.SUPERSEDED:
+                succ = [s.id for s in st.graph.latest_successors(nid) if s.id in allowed]
+                if succ:
+                    successors[nid] = succ
+    ranked, moved = place_successors(ranked, successors)
+
+    hits: list[MemoryHit] = []
+    prev_score = None
+    for nid in ranked:
+        node = st.graph.get(nid)
+        via = []
+        if nid in sem.scores and nid not in sem.expanded:
+            via.append(Via.SEMANTIC)
+        if nid in sem.expanded:
+            via.append(Via.EXPANSION)
+        if nid in rel.scores:
+            via.append(Via.RELATION)
+        if fallback and (nid in sem.scores):
+            via.append(Via.FALLBACK)
+        if nid in supplemented:
+            via.append(Via.SUPPLEMENT)
+        if nid in moved:
+            via.append(Via.SUCCESSOR)
+        score = float(fused.get(nid, 0.0))
+        if prev_score is not None and score > prev_score:
+            score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
+        prev_score = score
+        path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
+        text, shown = render(st, node, path)
+        hits.append(
+            MemoryHit(
+                node_id=nid,
+                kind=node.kind.value,
+                text=text,
+                source_ids=shown,
+                score=round(min(max(score, 0.0), 1.0), 6),
+                semantic_score=round(sem_n.get(nid, 0.0), 6),
+                relation_score=round(rel_n.get(nid, 0.0), 6),
+                via=tuple(via) or (Via.SUPPLEMENT,),
+                path=tuple(path),
+                time=node.event_time,
+                status=status.get(nid, node.status).value,
+                label=node.label,
+                namespace=st.namespace,
+                successors=tuple(s.id for s in st.graph.successors_of(nid)),
+            )
+        )
+    return hits

@@ -1,0 +1,109 @@
+"""Path 1, the semantic concept path: score every node of every level, keep those
+above the embedder's threshold, then expand along the hierarchy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import SemanticConfig
+from ..model import NodeKind
+from ..state import NamespaceState
+
+__all__ = ["SemanticResult", "semantic_path", "fragment_similarity_reference"]
+
+
+@dataclass
+class SemanticResult:
+    scores: dict[str, float]  # node id -> path score in [0, 1]
+    raw: dict[str, float]  # node id -> raw cosine (fragments: the mixed cosine), for every scored node
+    expanded: dict[str, str]  # node id -> the hit it was expanded from
+
+
+def fragment_similarity_reference(msg_sims: dict[str, float], frag_sources: list[str], centroid_sim: float, w: float) -> float:
+    """Readable reference of the fragment score used (vectorised) in :func:`semantic_path`.
+
+    >>> fragment_similarity_reference({"m1": 0.9, "m2": 0.5}, ["m1", "m2"], 0.7, 0.5)
+    0.8
+    """
+    best = max((msg_sims[m] for m in frag_sources if m in msg_sims), default=centroid_sim)
+    return round(w * best + (1 - w) * centroid_sim, 6)
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
+    if values.size == 0:
+        return values
+    lo, hi = float(values.min()), float(values.max())
+    return np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.ones_like(values)
+
+
+def semantic_path(
+    st: NamespaceState,
+    qvec: np.ndarray,
+    query: str,
+    cfg: SemanticConfig,
+    threshold: float,
+    allowed: set[str],
+) -> SemanticResult:
+    """Score ``allowed`` hierarchy nodes against the query.
+
+    Fragments: their best message and their centroid (``message_weight``), mixed with
+    BM25 over their messages (``lexical_weight``) so exact names and numbers count.
+    Subtopics and concepts: their centroid. Everything on one [0, 1] scale.
+    """
+    node_sims = st.node_vectors.search(qvec)
+    msg_sims = st.msg_vectors.search(qvec)
+    lex = st.lexical.scores(query) if cfg.lexical_weight > 0 else {}
+    lex_max = max(lex.values(), default=0.0)
+
+    ids, dense, lexical = [], [], []
+    for nid in allowed:
+        if nid not in node_sims:
+            continue
+        node = st.graph.get(nid)
+        if node.kind == NodeKind.FRAGMENT:
+            best_msg = max((msg_sims.get(m, -1.0) for m in node.source_ids), default=-1.0)
+            if best_msg < -0.5:
+                best_msg = node_sims[nid]
+            d = cfg.message_weight * best_msg + (1 - cfg.message_weight) * node_sims[nid]
+            lx = max((lex.get(m, 0.0) for m in node.source_ids), default=0.0) / lex_max if lex_max else 0.0
+        else:
+            d = node_sims[nid]
+            lx = 0.0
+        ids.append(nid)
+        dense.append(d)
+        lexical.append(lx)
+    if not ids:
+        return SemanticResult({}, {}, {})
+    dense_a = np.asarray(dense, np.float64)
+    lex_a = np.asarray(lexical, np.float64)
+    kinds = np.asarray([st.graph.get(i).kind == NodeKind.FRAGMENT for i in ids])
+    norm = _minmax(dense_a)
+    lw = cfg.lexical_weight
+    score = np.where(kinds, (1 - lw) * norm + lw * lex_a, (1 - lw) * norm)
+    raw = {i: float(d) for i, d in zip(ids, dense_a)}
+    keep = (dense_a >= threshold) | (lex_a > 0)
+    scores = {i: float(s) for i, s, k in zip(ids, score, keep) if k}
+
+    expanded: dict[str, str] = {}
+    if cfg.expand and cfg.max_expansions > 0 and scores:
+        seeds = sorted(scores, key=lambda i: -scores[i])[: max(1, cfg.max_expansions // 2)]
+        for sid in seeds:
+            neighbours = []
+            parent = st.graph.parent(sid)
+            if parent is not None:
+                neighbours.append(parent.id)
+            neighbours += [c.id for c in st.graph.children(sid)]
+            for nb in neighbours:
+                if nb not in allowed or nb in scores:
+                    continue
+                val = scores[sid] * cfg.expansion_decay
+                if val > scores.get(nb, 0.0):
+                    scores[nb] = val
+                    expanded[nb] = sid
+                if len(expanded) >= cfg.max_expansions:
+                    break
+            if len(expanded) >= cfg.max_expansions:
+                break
+    return SemanticResult(scores, raw, expanded)

@@ -1,0 +1,100 @@
+"""Everything Mnemis holds for one namespace in memory: the graph, its messages,
+and the indexes derived from them. Derived parts are rebuilt from the persisted
+graph and message vectors, never embedded twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .embedders import normalise_rows
+from .graph import MemoryGraph
+from .indexes.entities import EntityIndex
+from .indexes.lexical import LexicalIndex
+from .indexes.vector import VectorIndex
+from .model import EdgeKind, Message, NodeKind
+from .text import content_words
+
+__all__ = ["NamespaceState"]
+
+
+@dataclass
+class NamespaceState:
+    namespace: str
+    dim: int
+    graph: MemoryGraph
+    messages: dict[str, Message] = field(default_factory=dict)
+    msg_vectors: VectorIndex = None  # type: ignore[assignment]
+    node_vectors: VectorIndex = None  # type: ignore[assignment]
+    lexical: LexicalIndex = field(default_factory=LexicalIndex)
+    entities: EntityIndex = field(default_factory=EntityIndex)
+    df: Counter = field(default_factory=Counter)  # token -> number of fragments holding it
+    msg_fragment: dict[str, str] = field(default_factory=dict)
+    version: int = 0  # bumped on every write; caches key on it
+
+    def __post_init__(self):
+        if self.msg_vectors is None:
+            self.msg_vectors = VectorIndex(self.dim)
+        if self.node_vectors is None:
+            self.node_vectors = VectorIndex(self.dim)
+
+    @classmethod
+    def empty(cls, namespace: str, dim: int) -> "NamespaceState":
+        return cls(namespace=namespace, dim=dim, graph=MemoryGraph(namespace))
+
+    @classmethod
+    def restore(
+        cls, namespace: str, dim: int, graph: MemoryGraph, messages: list[Message], msg_keys: list[str], msg_vecs: np.ndarray
+    ) -> "NamespaceState":
+        st = cls(namespace=namespace, dim=dim, graph=graph)
+        st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
+        st.msg_vectors.upsert(msg_keys, msg_vecs)
+        st.lexical.add(list(st.messages), [m.text for m in st.messages.values()])
+        for n in graph.nodes(NodeKind.FRAGMENT):
+            for mid in n.source_ids:
+                st.msg_fragment.setdefault(mid, n.id)
+            st.df.update(set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages))))
+        for n in graph.nodes(NodeKind.ENTITY):
+            st.entities.add(n.label, n.id)
+            for a in n.aliases:
+                st.entities.add(a, n.id)
+        st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
+        st.refresh_vectors([n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)])
+        st.refresh_vectors([n.id for n in graph.nodes(NodeKind.CONCEPT)])
+        return st
+
+    # Hierarchy vectors are centroids: a fragment's is the mean of its messages', a parent's the
+    # mean of its children's. They are derived, so a reopened store needs no embedding at all.
+    def centroid_of(self, node_id: str) -> np.ndarray | None:
+        node = self.graph.get(node_id)
+        if node.kind == NodeKind.FRAGMENT:
+            keys = [m for m in node.source_ids if m in self.msg_vectors]
+            if not keys:
+                return None
+            return normalise_rows(self.msg_vectors.get_many(keys).mean(axis=0))[0]
+        kids = [c.id for c in self.graph.children(node_id) if c.id in self.node_vectors]
+        if not kids:
+            return None
+        return normalise_rows(self.node_vectors.get_many(kids).mean(axis=0))[0]
+
+    def refresh_vectors(self, node_ids: list[str]) -> None:
+        keys, vecs = [], []
+        for nid in node_ids:
+            if not self.graph.has(nid):
+                self.node_vectors.remove([nid])
+                continue
+            v = self.centroid_of(nid)
+            if v is not None:
+                keys.append(nid)
+                vecs.append(v)
+        if keys:
+            self.node_vectors.upsert(keys, np.stack(vecs))
+
+    def fragment_messages(self, node_id: str) -> list[Message]:
+        node = self.graph.get(node_id)
+        return [self.messages[m] for m in node.source_ids if m in self.messages]
+
+    def entity_fragment_counts(self) -> dict[str, int]:
+        return {e.id: len(self.graph.in_edges(e.id, EdgeKind.MENTIONS)) for e in self.graph.nodes(NodeKind.ENTITY)}

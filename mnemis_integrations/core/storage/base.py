@@ -1,0 +1,42 @@
+"""The storage contract: raw messages with their vectors, plus the graph, per namespace.
+
+A ``save`` is atomic: either the new messages, their vectors and the new graph are
+all stored, or nothing is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..model import Message
+
+__all__ = ["GraphStore", "StoredNamespace"]
+
+
+@dataclass
+class StoredNamespace:
+    graph: dict | None
+    messages: list[Message]
+    vector_keys: list[str]
+    vectors: np.ndarray
+
+
+class GraphStore(Protocol):
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    def namespaces(self) -> list[str]: ...
+
+    def load(self, namespace: str, dim: int) -> StoredNamespace | None: ...
+
+    def save(self, namespace: str, new_messages: list[Message], new_vectors: np.ndarray, graph: dict) -> None: ...
+
+    def replace(self, namespace: str, messages: list[Message], vectors: np.ndarray, graph: dict) -> None: ...
+
+    def delete(self, namespace: str) -> None: ...
+
+    def close(self) -> None: ...

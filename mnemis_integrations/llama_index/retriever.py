@@ -1,0 +1,108 @@
+"""``MnemisRetriever``: Mnemis recall as a LlamaIndex ``BaseRetriever``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from ..errors import NamespaceNotFoundError
+from ._convert import hit_metadata, metadata_exclusions
+
+if TYPE_CHECKING:
+    from ..core.engine import MnemisMemory
+    from ..core.retrieval.results import MemoryHit
+
+__all__ = ["MnemisRetriever", "to_node_with_score"]
+
+
+def to_node_with_score(hit: MemoryHit) -> NodeWithScore:
+    """One hit as ``NodeWithScore(TextNode)``: its text as content, the fused score as score,
+    and where it sits and how it was found as metadata (the LLM is shown only path, time and status)."""
+    metadata = hit_metadata(hit)
+    llm_excluded, embed_excluded = metadata_exclusions(metadata)
+    node = TextNode(
+        id_=hit.node_id,
+        text=hit.text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=llm_excluded,
+        excluded_embed_metadata_keys=embed_excluded,
+    )
+    return NodeWithScore(node=node, score=hit.score)
+
+
+def search_kwargs(k: int, namespace: str | None) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"k": k}
+    if namespace is not None:
+        kwargs["namespace"] = namespace
+    return kwargs
+
+
+class MnemisRetriever(BaseRetriever):
+    """Dual-path recall from a :class:`~mnemis_integrations.MnemisMemory`, as LlamaIndex nodes.
+
+    Each ``NodeWithScore`` holds one memory node's text and its fused score; the ``TextNode``
+    metadata says where the node sits and how it was found, with the same fields as the
+    LangChain adapter: ``path``, ``path_str``, ``score``, ``semantic_score``,
+    ``relation_score``, ``via``, ``kind``, ``node_id``, ``source_ids``, ``time`` (ISO string),
+    ``status``, ``label``, ``namespace`` and ``successors``. A reader LLM sees only
+    ``path_str``, ``time`` and ``status`` in front of the text.
+
+    A namespace with no memory yet gives ``[]``. The retriever holds no state of its own and
+    does no I/O when built.
+
+    Args:
+        memory: the memory to recall from.
+        namespace: whose memory to search; ``None`` uses the memory's default namespace.
+        similarity_top_k: how many nodes to return at most.
+        callback_manager: LlamaIndex callbacks.
+
+    Example:
+        .. code-block:: python
+
+            from llama_index.core.query_engine import RetrieverQueryEngine
+            from mnemis_integrations import MnemisMemory
+            from mnemis_integrations.llama_index import MnemisRetriever
+
+            mem = MnemisMemory()
+            mem.add_messages([{"id": "m1", "speaker": "user", "text": "My refund is late"}], namespace="u1")
+            retriever = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=5)
+            nodes = retriever.retrieve("refund status")
+            nodes[0].node.metadata["path_str"]   # e.g. "Shopping > Refunds > Late refund"
+            engine = RetrieverQueryEngine.from_args(retriever)
+    """
+
+    def __init__(
+        self,
+        memory: MnemisMemory,
+        namespace: str | None = None,
+        similarity_top_k: int = 5,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if similarity_top_k < 1:
+            raise ValueError(f"similarity_top_k must be at least 1, not {similarity_top_k}")
+        self.memory = memory
+        self.namespace = namespace
+        self.similarity_top_k = similarity_top_k
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        try:
+            hits = self.memory.search(
+                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace)
+            )
+        except NamespaceNotFoundError:
+            return []
+        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        try:
+            hits = await self.memory.asearch(
+                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace)
+            )
+        except NamespaceNotFoundError:
+            return []
+        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]

@@ -1,0 +1,160 @@
+"""The benchmark harness end to end on a tiny invented LoCoMo-shaped fixture, offline and fast."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.evaluation import (
+    Benchmark,
+    Conversation,
+    EmbeddingCache,
+    Question,
+    load_locomo,
+    make_system,
+    run_benchmark,
+    write_reports,
+)
+from mnemis_integrations.core.evaluation.baselines import tokenize
+from mnemis_integrations.core.evaluation.cli import main
+from mnemis_integrations.errors import ConfigError
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tiny_locomo.json"
+BASELINES = ["bm25", "dense", "hybrid", "chunk3"]
+
+
+def _in_unit_range(value):
+    return value is None or 0.0 <= value <= 1.0
+
+
+def test_locomo_reader_builds_messages_with_captions_and_minute_steps():
+    bench = load_locomo(FIXTURE)
+    conv = bench.conversations[0]
+    assert [m["id"] for m in conv.messages[:2]] == ["D1:1", "D1:2"]
+    assert conv.messages[1]["timestamp"] == datetime(2024, 3, 3, 9, 16)
+    assert conv.messages[4]["text"].endswith(" [shares an image: a photo of a blue ceramic bowl on a table]")
+    assert conv.turn_texts["D1:5"] == "Here is the bowl I made at the trial lesson."
+    assert conv.messages[5]["session_date"] == "17 March 2024"
+    ev = bench.evidence
+    assert (ev.normalised, ev.split, ev.dropped_malformed, ev.dropped_dangling) == (2, 2, 1, 1)
+    assert ev.questions_without_evidence == 1
+
+
+def test_unknown_system_error_lists_every_valid_name():
+    with pytest.raises(ConfigError) as info:
+        make_system("bm99", HashingEmbedder())
+    for name in ("mnemis", "bm25", "dense", "hybrid", "chunk3"):
+        assert name in str(info.value)
+
+
+def test_tokenize_keeps_chinese_bigrams_and_drops_english_stopwords():
+    assert tokenize("What did she say about 退款超时?") == ["say", "退款", "款超", "超时"]
+
+
+def test_embedding_cache_charges_reused_vectors_at_their_cost():
+    cache = EmbeddingCache(HashingEmbedder())
+    first = cache.embed_passages(["refund timed out", "lunch plans"])
+    again = cache.embed_passages(["lunch plans"])
+    assert (cache.misses, cache.hits) == (2, 1)
+    assert cache.credit_s > 0
+    assert (again[0] == first[1]).all()
+    assert cache.id == "hashing-256"  # the protocol's attributes are forwarded
+
+
+def test_chunk3_hits_hold_three_turn_windows_of_one_session():
+    bench = load_locomo(FIXTURE)
+    conv = bench.conversations[0]
+    chunk = make_system("chunk3", EmbeddingCache(HashingEmbedder()))
+    chunk.ingest(conv.messages, conv.id)
+    hits = chunk.search("pottery class teacher Marguerite", 10, conv.id)
+    assert {h.source_ids for h in hits} == {
+        ("D1:1", "D1:2", "D1:3"),
+        ("D1:4", "D1:5"),
+        ("D2:1", "D2:2", "D2:3"),
+        ("D2:4",),
+        ("D3:1", "D3:2", "D3:3"),
+    }
+    assert hits[0].text.startswith("[")
+
+
+def test_bench_cli_writes_reports_with_scores_in_unit_range(tmp_path, capsys):
+    out = tmp_path / "bench"
+    code = main(
+        [
+            "bench",
+            "locomo",
+            "--data",
+            str(FIXTURE),
+            "--systems",
+            ",".join(BASELINES),
+            "--embedder",
+            "hashing",
+            "--budgets",
+            "16,32,64",
+            "--k",
+            "8",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    assert "| chunk3 |" in capsys.readouterr().out
+
+    result = json.loads((out / "results.json").read_text())
+    assert result["dataset"]["evidence"]["split"] == 2
+    assert result["dataset"]["questions_excluded_no_evidence"] == 1
+    assert list(result["systems"]) == BASELINES
+    for block in result["systems"].values():
+        assert block["overall"]["n"] == 7  # 9 questions, minus 1 without evidence, minus 1 adversarial
+        assert block["categories"]["adversarial"]["n"] == 1
+        for scores in [block["overall"], *block["categories"].values()]:
+            assert all(_in_unit_range(v) for k, v in scores.items() if k != "n")
+        assert block["timing"]["latency_ms_p95"] >= block["timing"]["latency_ms_p50"] >= 0
+    assert result["systems"]["dense"]["timing"]["ingest_ratio"] == 1.0
+
+    md = (out / "results.md").read_text()
+    assert md.count("\n| ") >= 3 * (1 + len(BASELINES))
+    assert (out / "recall_vs_budget.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = (out / "per_question.jsonl").read_text().splitlines()
+    assert len(lines) == 8 * len(BASELINES)
+
+
+def test_runner_takes_generic_questions_with_string_categories_and_extra_metrics(tmp_path):
+    """The scenario suite reuses the runner: free-text categories, extra fields, extra metrics."""
+    t0 = datetime(2024, 1, 1, 9, 0)
+    messages = [
+        {"id": "m1", "speaker": "user", "text": "The offline launch plan is set for June.", "timestamp": t0},
+        {"id": "m2", "speaker": "user", "text": "Lunch was great today.", "timestamp": t0.replace(hour=10)},
+        {
+            "id": "m3",
+            "speaker": "user",
+            "text": "We dropped the offline plan; launch goes online.",
+            "timestamp": t0.replace(day=5),
+        },
+    ]
+    q = Question("s1:q0", "What is the launch plan now?", ("m1", "m3"), "evolution", extra={"current": "m3"})
+
+    def current_first(question, hits, conversation):
+        return 1.0 if hits and question.extra["current"] in hits[0].source_ids else 0.0
+
+    bench = Benchmark(
+        "scenarios", [Conversation("s1", messages, [q], turn_texts={m["id"]: m["text"] for m in messages})]
+    )
+    result = run_benchmark(
+        bench,
+        ["bm25", "dense"],
+        budgets=[64],
+        k=3,
+        embedder=HashingEmbedder(),
+        extra_metrics={"current_state_first": current_first},
+    )
+    for block in result["systems"].values():
+        assert list(block["categories"]) == ["evolution"]
+        assert _in_unit_range(block["overall"]["current_state_first"])
+        assert block["overall"]["budget_recall@64"] == 1.0
+    paths = write_reports(result, tmp_path, plot=False)
+    assert "current_state_first" in paths["markdown"].read_text()
