@@ -28,7 +28,9 @@ class _Frozen(BaseModel):
 class BuildConfig(_Frozen):
     """Offline builder: segmentation, clustering, update detection."""
 
-    max_segment_messages: int = Field(6, ge=1, description="A segment never grows past this many messages.")
+    max_segment_messages: int = Field(
+        4, ge=1, description="A segment never grows past this many messages (4 measured best on LoCoMo dev: 3 and 5-6 lose)."
+    )
     min_segment_messages: int = Field(2, ge=1, description="Topic cuts are not made before this many messages.")
     time_gap_minutes: float = Field(
         45.0, gt=0, description="A silence this long between two messages always starts a new segment."
@@ -66,7 +68,7 @@ class SemanticConfig(_Frozen):
         "that embeddings blur still count.",
     )
     message_weight: float = Field(
-        0.7,
+        0.9,
         ge=0,
         le=1,
         description="A fragment's similarity mixes its best single message (this share) with its centroid.",

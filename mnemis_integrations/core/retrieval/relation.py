@@ -50,6 +50,7 @@ class RelationResult:
     scores: dict[str, float]  # node id -> raw relation score
     distance: dict[str, int]  # node id -> nearest distance from any seed
     n_entities_in_query: int  # entities named by the query, common ones included
+    common: tuple[str, ...] = ()  # names of query entities too common to steer (e.g. the speakers)
 
 
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:
@@ -59,13 +60,15 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     counts = st.entity_fragment_counts()
     n_frag = max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
     seeds: dict[str, float] = {}
+    common = []
     for eid, quality in found.items():
         df = counts.get(eid, 0)
         if df == 0 or df / n_frag > cfg.max_entity_share:
+            common.append(st.graph.get(eid).label)
             continue  # an entity in most fragments (a speaker, say) points nowhere in particular
         seeds[eid] = quality * math.log(1 + n_frag / df)
     if not seeds:
-        return RelationResult({}, {}, {}, len(found))
+        return RelationResult({}, {}, {}, len(found), tuple(common))
     view = st.graph.edge_view(cfg.edge_kinds)
     f = decay(cfg.decay)
     scores: dict[str, float] = {}
@@ -82,4 +85,4 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
                     continue
                 scores[nid] = scores.get(nid, 0.0) + w * f(d)
                 dist[nid] = min(dist.get(nid, d), d)
-    return RelationResult(seeds, scores, dist, len(found))
+    return RelationResult(seeds, scores, dist, len(found), tuple(common))

@@ -68,8 +68,8 @@ def dual_path_search(
     if not allowed:
         return []
     threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
-    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed)
     rel = relation_path(st, query, config.relation, allowed)
+    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common)
 
     norm = normaliser(config.fusion.normaliser)
     sem_n = norm(sem.scores)

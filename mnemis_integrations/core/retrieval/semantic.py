@@ -3,6 +3,7 @@ above the embedder's threshold, then expand along the hierarchy."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,16 +46,22 @@ def semantic_path(
     cfg: SemanticConfig,
     threshold: float,
     allowed: set[str],
+    lexical_skip: tuple[str, ...] = (),
 ) -> SemanticResult:
     """Score ``allowed`` hierarchy nodes against the query.
 
     Fragments: their best message and their centroid (``message_weight``), mixed with
     BM25 over their messages (``lexical_weight``) so exact names and numbers count.
     Subtopics and concepts: their centroid. Everything on one [0, 1] scale.
+    Names in ``lexical_skip`` (entities found in most fragments, such as the speakers)
+    are left out of the BM25 query: they match nearly every message and steer nothing.
     """
+    lex_query = query
+    for name in lexical_skip:
+        lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
     node_sims = st.node_vectors.search(qvec)
     msg_sims = st.msg_vectors.search(qvec)
-    lex = st.lexical.scores(query) if cfg.lexical_weight > 0 else {}
+    lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
     lex_max = max(lex.values(), default=0.0)
 
     ids, dense, lexical = [], [], []

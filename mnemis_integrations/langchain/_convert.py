@@ -1,0 +1,361 @@
+"""Pure conversions between Mnemis data and LangChain/LangGraph shapes.
+
+Nothing here imports a framework: every function takes and returns plain data
+(dicts, strings, tuples), so the whole module is tested without LangChain installed.
+The adapters call these and wrap the results in ``Document``, ``SearchItem`` or
+message objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..core.retrieval.results import MemoryHit
+from ..errors import InvalidNamespaceError
+
+__all__ = [
+    "NAMESPACE_SEPARATOR",
+    "format_hit",
+    "format_hits",
+    "format_memory_line",
+    "hit_metadata",
+    "keys_in_recall_order",
+    "last_turn",
+    "matches_filter",
+    "message_record",
+    "namespace_to_str",
+    "parse_store_message_id",
+    "role_for_speaker",
+    "speaker_for_role",
+    "store_message_id",
+    "value_digest",
+    "value_to_text",
+]
+
+NAMESPACE_SEPARATOR = ":"
+# A LangGraph namespace label becomes one ':'-separated part of a Mnemis namespace, so a label
+# may not hold ':' itself (("a:b",) and ("a", "b") would collide). LangGraph already forbids '.'.
+_LABEL_RE = re.compile(r"^[A-Za-z0-9_@-]+$")
+_MAX_NAMESPACE_LEN = 128
+
+
+# ---------------------------------------------------------------------------------------------
+# Hits -> Document metadata and prompt text
+# ---------------------------------------------------------------------------------------------
+
+
+def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
+    """Document metadata for one hit: everything in :meth:`MemoryHit.to_dict` except its text.
+
+    Values are JSON-ready: ``path``, ``via`` and ``source_ids`` are lists, ``time`` is an
+    ISO-8601 string or ``None``.
+
+    Examples:
+        >>> from mnemis_integrations.core.retrieval.results import MemoryHit
+        >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, ("semantic",),
+        ...               ("Work", "Refunds"), None, "active")
+        >>> md = hit_metadata(h)
+        >>> md["path"], md["path_str"], md["via"], md["source_ids"]
+        (['Work', 'Refunds'], 'Work > Refunds', ['semantic'], ['m1'])
+    """
+    md = hit.to_dict()
+    md.pop("text", None)
+    return md
+
+
+def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:
+    """One recalled memory as a prompt line: ``[A > B > C] text``.
+
+    Examples:
+        >>> from mnemis_integrations.core.retrieval.results import MemoryHit
+        >>> h = MemoryHit("n1", "fragment", "refund is late", (), 1.0, 1.0, 0.0, (),
+        ...               ("Work", "Refunds"), None, "active")
+        >>> format_hit(h)
+        '[Work > Refunds] refund is late'
+        >>> format_hit(h, max_chars=6)
+        '[Work > Refunds] refund…'
+    """
+    return format_memory_line(hit.path_str, hit.text, status=hit.status, max_chars=max_chars)
+
+
+def format_memory_line(
+    path_str: str, text: str, *, status: str = "active", max_chars: int | None = None
+) -> str:
+    """``[path] text``, with ``(superseded)``/``(archived)`` marked and the text optionally cut.
+
+    Continuation lines of a multi-line text are indented by two spaces, so each memory stays
+    one visible item in a list.
+
+    Examples:
+        >>> format_memory_line("Home > Pets", "Rex is a beagle", status="superseded")
+        '[Home > Pets] (superseded) Rex is a beagle'
+        >>> format_memory_line("", "loose note")
+        'loose note'
+        >>> print(format_memory_line("Work", "summary\\nuser: detail"))
+        [Work] summary
+          user: detail
+    """
+    text = "\n  ".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars].rstrip() + "…"
+    if status and status != "active":
+        text = f"({status}) {text}"
+    return f"[{path_str}] {text}" if path_str else text
+
+
+def format_hits(
+    hits: Sequence[MemoryHit],
+    *,
+    header: str = "Relevant memories (most relevant first; [topic path] then content):",
+    empty: str = "",
+    max_chars: int | None = None,
+) -> str:
+    """Recall as one block of text, one ``- [path] text`` line per hit, under ``header``.
+
+    Returns ``empty`` when there are no hits.
+
+    Examples:
+        >>> format_hits([])
+        ''
+    """
+    if not hits:
+        return empty
+    lines = [f"- {format_hit(h, max_chars=max_chars)}" for h in hits]
+    return "\n".join([header, *lines]) if header else "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# LangGraph store: namespaces, message ids, values
+# ---------------------------------------------------------------------------------------------
+
+
+def namespace_to_str(namespace: Sequence[str]) -> str:
+    """Map a LangGraph namespace tuple to the Mnemis namespace that holds its memory.
+
+    Labels are joined with ``':'``. Each label must be letters, digits, ``_``, ``-`` or ``@``
+    (``':'`` is the separator and LangGraph itself forbids ``'.'``), and the joined name
+    must be at most 128 characters.
+
+    Raises:
+        InvalidNamespaceError: if the tuple is empty, a label is not allowed or the result is too long.
+
+    Examples:
+        >>> namespace_to_str(("memories", "user-1"))
+        'memories:user-1'
+        >>> namespace_to_str(("a:b",))  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        mnemis_integrations.errors.InvalidNamespaceError: ...
+    """
+    parts = tuple(namespace)
+    if not parts or not all(isinstance(p, str) and _LABEL_RE.match(p) for p in parts):
+        raise _store_namespace_error(parts, "each label must be 1+ letters, digits, '_', '-' or '@'")
+    joined = NAMESPACE_SEPARATOR.join(parts)
+    if len(joined) > _MAX_NAMESPACE_LEN:
+        raise _store_namespace_error(
+            parts, f"the labels joined with ':' exceed {_MAX_NAMESPACE_LEN} characters"
+        )
+    return joined
+
+
+def _store_namespace_error(parts: tuple, reason: str) -> InvalidNamespaceError:
+    err = InvalidNamespaceError(parts)
+    err.args = (f"invalid store namespace {parts!r} for Mnemis: {reason}",)
+    return err
+
+
+def value_digest(value: Mapping[str, Any]) -> str:
+    """A short, stable digest of a stored value (canonical JSON, sha256, 12 hex digits)."""
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+
+
+def store_message_id(key: str, value: Mapping[str, Any], text: str) -> str:
+    """The Mnemis message id of one version of a store item: ``"<key>#<value digest>:<text digest>"``.
+
+    Putting the same value again gives the same id (stored once); a new value gives a new id,
+    so an update becomes a new message instead of a conflicting one. The text digest keeps
+    apart two puts of one value that ingest different fields (``index=[...]``).
+
+    Examples:
+        >>> store_message_id("k1", {"text": "hi"}, "hi") == store_message_id("k1", {"text": "hi"}, "hi")
+        True
+        >>> store_message_id("k1", {"text": "hi"}, "hi") == store_message_id("k1", {"text": "bye"}, "bye")
+        False
+    """
+    text_digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+    return f"{key}#{value_digest(value)}:{text_digest}"
+
+
+_ID_SUFFIX_RE = re.compile(r"^([0-9a-f]{12}):[0-9a-f]{6}$")
+
+
+def parse_store_message_id(message_id: str) -> tuple[str, str] | None:
+    """Split a store message id into ``(key, value digest)``; ``None`` for ids the store did not make.
+
+    Examples:
+        >>> parse_store_message_id("a#b#0123456789ab:abcdef")
+        ('a#b', '0123456789ab')
+        >>> parse_store_message_id("chat-17") is None
+        True
+    """
+    key, sep, suffix = message_id.rpartition("#")
+    match = _ID_SUFFIX_RE.match(suffix) if sep else None
+    return (key, match.group(1)) if match else None
+
+
+def value_to_text(value: Mapping[str, Any], fields: Sequence[str] | None = None) -> str:
+    """The text Mnemis ingests for a stored value.
+
+    With ``fields``, the text of those top-level fields, in order, one per line. Without, every
+    top-level field: a string as it is, a list of strings joined by ``", "``, anything else as
+    ``"key: <compact JSON>"``. Key names of text fields are left out, so that items sharing a
+    schema (``{"text": ..., "kind": ...}``) do not all look alike to the embedder.
+
+    Examples:
+        >>> value_to_text({"text": "I like green tea", "kind": "preference"})
+        'I like green tea\\npreference'
+        >>> value_to_text({"food": "pizza", "n": 2, "tags": ["a", "b"]})
+        'pizza\\nn: 2\\na, b'
+        >>> value_to_text({"a": "x", "b": "y"}, fields=["b"])
+        'y'
+    """
+    keys = list(value) if fields is None else [f for f in fields if f in value]
+    lines = []
+    for key in keys:
+        v = value[key]
+        if v is None or v == "" or v == []:
+            continue
+        if isinstance(v, str):
+            lines.append(v)
+        elif isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+            lines.append(", ".join(v))
+        else:
+            lines.append(f"{key}: {_scalar_text(v)}")
+    return "\n".join(lines)
+
+
+def _scalar_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether a stored value passes a LangGraph ``search(filter=...)``.
+
+    The same rules as LangGraph's stores: every key must match; a plain value means equality,
+    a nested dict matches nested fields, and ``{"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": x}``
+    compares.
+
+    Examples:
+        >>> matches_filter({"kind": "pref", "n": 3}, {"kind": "pref", "n": {"$gte": 2}})
+        True
+        >>> matches_filter({"kind": "pref"}, {"kind": "fact"})
+        False
+    """
+    if not filter:
+        return True
+    return all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def _compare(item: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_apply(item, op, arg) for op, arg in wanted.items())
+        if not isinstance(item, Mapping):
+            return False
+        return all(_compare(item.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(item, (list, tuple))
+            and len(item) == len(wanted)
+            and all(_compare(i, w) for i, w in zip(item, wanted))
+        )
+    return item == wanted
+
+
+def _apply(item: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return item == arg
+    if op == "$ne":
+        return item != arg
+    if op not in _OPERATORS:
+        raise ValueError(f"unsupported filter operator {op!r}; use one of {', '.join(_OPERATORS)}")
+    if item is None:
+        return False
+    a, b = float(item), float(arg)
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+
+
+def keys_in_recall_order(
+    hits: Iterable[MemoryHit],
+) -> list[tuple[str, str, MemoryHit]]:
+    """``(key, digest, best hit)`` for every store item a recall touches, best first, no repeats.
+
+    A hit covers the messages in its ``source_ids``; each store message id names a key and
+    the version (digest) of its value. A key first seen in a better hit keeps that hit.
+    Ids the store did not make are skipped.
+    """
+    seen: set[tuple[str, str]] = set()
+    out: list[tuple[str, str, MemoryHit]] = []
+    for hit in hits:
+        for mid in hit.source_ids:
+            parsed = parse_store_message_id(mid)
+            if parsed is None or parsed in seen:
+                continue
+            seen.add(parsed)
+            out.append((parsed[0], parsed[1], hit))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Chat messages
+# ---------------------------------------------------------------------------------------------
+
+_ROLE_TO_SPEAKER = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_SPEAKER_TO_ROLE = {"user": "human", "human": "human", "assistant": "ai", "ai": "ai", "system": "system"}
+
+
+def speaker_for_role(role: str) -> str:
+    """Mnemis speaker name for a LangChain message type (``"human"`` -> ``"user"``).
+
+    Examples:
+        >>> speaker_for_role("human"), speaker_for_role("ai"), speaker_for_role("critic")
+        ('user', 'assistant', 'critic')
+    """
+    return _ROLE_TO_SPEAKER.get(role, role)
+
+
+def role_for_speaker(speaker: str) -> str:
+    """LangChain message type for a Mnemis speaker; unknown speakers read as ``"human"``."""
+    return _SPEAKER_TO_ROLE.get(speaker.lower(), "human")
+
+
+def message_record(
+    *, message_id: str, role: str, text: str, timestamp: datetime | str | None = None
+) -> dict[str, Any]:
+    """The dict :meth:`MnemisMemory.add_messages` takes, for one chat message."""
+    return {"id": message_id, "speaker": speaker_for_role(role), "text": text, "timestamp": timestamp}
+
+
+def last_turn(roles: Sequence[str]) -> int:
+    """Index where the latest turn starts: the last ``"human"`` message (0 if there is none).
+
+    Examples:
+        >>> last_turn(["human", "ai", "human", "ai", "tool", "ai"])
+        2
+        >>> last_turn(["ai"])
+        0
+    """
+    for i in range(len(roles) - 1, -1, -1):
+        if roles[i] == "human":
+            return i
+    return 0

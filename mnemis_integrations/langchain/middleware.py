@@ -1,0 +1,162 @@
+"""``MnemisMemoryMiddleware``: recall into the system prompt before each model call, save each turn after."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import BaseMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from ..core.engine import MnemisMemory
+from ..core.retrieval.results import MemoryHit
+from ..errors import NamespaceNotFoundError
+from ._convert import format_hits, last_turn, message_record
+
+__all__ = ["DEFAULT_HEADER", "MnemisMemoryMiddleware"]
+
+DEFAULT_HEADER = (
+    "Long-term memory: what you remember about this user from earlier conversations, "
+    "most relevant first. Each line starts with its topic path, broadest topic first."
+)
+
+NamespaceSource = str | Callable[[Runtime], str] | None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class MnemisMemoryMiddleware(AgentMiddleware):
+    """Gives a ``create_agent`` agent Mnemis long-term memory.
+
+    Before every model call it recalls memories for the latest user message and appends them,
+    each with its hierarchy path (``- [Shopping > Refunds] ...``), to the system prompt; the
+    agent state is not changed. After the agent finishes, it ingests the turn (the latest user
+    message and the assistant's text replies) into the memory. Message ids make this idempotent:
+    a message saved twice is stored once.
+
+    Args:
+        memory: the memory to recall from and save to.
+        namespace: a fixed namespace, a function of the LangGraph ``Runtime`` returning one
+            (e.g. ``lambda rt: rt.context.user_id``), or ``None`` for the memory's default.
+        k: how many memories to inject.
+        header: the line above the injected memories.
+        save_turns: whether to ingest each turn after the agent runs.
+        max_chars: cut each injected memory to this many characters (``None``: no cut).
+        clock: gives the timestamp of saved messages (UTC now by default; pass one in tests).
+
+    Example:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+            agent = create_agent(model, tools=[...], middleware=[MnemisMemoryMiddleware(mem, namespace="u1")])
+            agent.invoke({"messages": [{"role": "user", "content": "Any news on my refund?"}]})
+    """
+
+    def __init__(
+        self,
+        memory: MnemisMemory,
+        *,
+        namespace: NamespaceSource = None,
+        k: int = 5,
+        header: str = DEFAULT_HEADER,
+        save_turns: bool = True,
+        max_chars: int | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        super().__init__()
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        self.memory = memory
+        self.namespace = namespace
+        self.k = k
+        self.header = header
+        self.save_turns = save_turns
+        self.max_chars = max_chars
+        self.clock = clock
+
+    # -- recall ----------------------------------------------------------------------------------
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        query = _latest_user_text(request.messages)
+        if not query:
+            return handler(request)
+        try:
+            hits = self.memory.search(query, k=self.k, **self._ns(request.runtime))
+        except NamespaceNotFoundError:
+            hits = []
+        return handler(self._with_recall(request, hits))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        query = _latest_user_text(request.messages)
+        if not query:
+            return await handler(request)
+        try:
+            hits = await self.memory.asearch(query, k=self.k, **self._ns(request.runtime))
+        except NamespaceNotFoundError:
+            hits = []
+        return await handler(self._with_recall(request, hits))
+
+    def _with_recall(self, request: ModelRequest, hits: Sequence[MemoryHit]) -> ModelRequest:
+        block = format_hits(hits[: self.k], header=self.header, max_chars=self.max_chars)
+        if not block:
+            return request
+        return request.override(system_message=_append_to_system(request.system_message, block))
+
+    # -- save ------------------------------------------------------------------------------------
+
+    def after_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        if self.save_turns and (records := self._turn_records(state["messages"])):
+            self.memory.add_messages(records, **self._ns(runtime))
+        return None
+
+    async def aafter_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        if self.save_turns and (records := self._turn_records(state["messages"])):
+            await self.memory.aadd_messages(records, **self._ns(runtime))
+        return None
+
+    def _turn_records(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+        turn = messages[last_turn([m.type for m in messages]) :]
+        now = self.clock()
+        return [
+            message_record(message_id=_message_id(m), role=m.type, text=m.text, timestamp=now)
+            for m in turn
+            if m.type in ("human", "ai") and m.text.strip()
+        ]
+
+    def _ns(self, runtime: Runtime | None) -> dict[str, str]:
+        if self.namespace is None:
+            return {}
+        if callable(self.namespace):
+            return {"namespace": self.namespace(runtime)}
+        return {"namespace": self.namespace}
+
+
+def _latest_user_text(messages: Sequence[BaseMessage]) -> str:
+    for m in reversed(messages):
+        if m.type == "human":
+            return m.text.strip()
+    return ""
+
+
+def _append_to_system(system: SystemMessage | None, block: str) -> SystemMessage:
+    if system is None:
+        return SystemMessage(content=block)
+    if isinstance(system.content, str):
+        return SystemMessage(content=f"{system.content}\n\n{block}" if system.content else block)
+    return SystemMessage(content=[*system.content, {"type": "text", "text": block}])
+
+
+def _message_id(m: BaseMessage) -> str:
+    # Agent state gives every message an id; a message without one gets an id from its content.
+    if m.id:
+        return str(m.id)
+    return f"{m.type}-{hashlib.sha256(m.text.encode('utf-8')).hexdigest()[:16]}"

@@ -1,0 +1,101 @@
+"""MnemisChatMessageHistory: a chat window whose every message also lands in long-term memory."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from fakes import ScriptedChatModel, empty_memory
+from langchain_core.chat_history import InMemoryChatMessageHistory
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.history import RunnableWithMessageHistory
+
+from mnemis_integrations.errors import DuplicateMessageError
+from mnemis_integrations.langchain import MnemisChatMessageHistory, MnemisRetriever
+
+FIXED = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def make_history(mem=None, **kwargs):
+    return MnemisChatMessageHistory(mem or empty_memory(), "u1", clock=lambda: FIXED, **kwargs)
+
+
+def test_added_messages_are_in_the_window_and_in_memory():
+    history = make_history()
+    history.add_user_message("My refund for order 1234 is late.")
+    history.add_ai_message("I'm sorry, I will check the refund.")
+    assert [(m.type, m.text) for m in history.messages] == [
+        ("human", "My refund for order 1234 is late."),
+        ("ai", "I'm sorry, I will check the refund."),
+    ]
+    stored = history.memory.messages("u1")
+    assert [(m.speaker, m.text, m.timestamp) for m in stored] == [
+        ("user", "My refund for order 1234 is late.", FIXED),
+        ("assistant", "I'm sorry, I will check the refund.", FIXED),
+    ]
+    assert [m.id for m in stored] == [m.id for m in history.messages]
+
+
+def test_clear_empties_the_window_but_memory_still_recalls():
+    history = make_history()
+    history.add_messages(
+        [HumanMessage("My beagle Rex needs his vaccines."), AIMessage("The vet has slots on Friday.")]
+    )
+    history.clear()
+    assert history.messages == []
+    docs = MnemisRetriever(memory=history.memory, namespace="u1").invoke("beagle vaccines")
+    assert docs and "Rex" in docs[0].page_content
+
+
+def test_readding_a_message_with_its_id_stores_it_once():
+    history = make_history()
+    msg = HumanMessage("I drink green tea.", id="fixed-1")
+    history.add_message(msg)
+    history.add_message(msg)
+    assert len(history.memory.messages("u1")) == 1
+
+
+def test_same_id_with_other_text_is_refused_and_the_window_is_untouched():
+    history = make_history()
+    history.add_message(HumanMessage("I drink green tea.", id="fixed-1"))
+    with pytest.raises(DuplicateMessageError):
+        history.add_message(HumanMessage("I drink coffee.", id="fixed-1"))
+    assert [m.text for m in history.messages] == ["I drink green tea."]
+
+
+def test_a_custom_window_history_holds_the_messages():
+    window = InMemoryChatMessageHistory()
+    history = make_history(history=window)
+    history.add_user_message("Plan my Lisbon trip.")
+    assert [m.text for m in window.messages] == ["Plan my Lisbon trip."]
+
+
+async def test_async_add_and_get():
+    history = make_history()
+    await history.aadd_messages([HumanMessage("Plan my Lisbon trip."), AIMessage("Sure, June is warm.")])
+    assert [m.text for m in await history.aget_messages()] == ["Plan my Lisbon trip.", "Sure, June is warm."]
+    assert len(history.memory.messages("u1")) == 2
+    await history.aclear()
+    assert history.messages == []
+
+
+def test_runnable_with_message_history_ingests_each_exchange():
+    mem = empty_memory()
+    model = ScriptedChatModel.of("Noted: green tea.", "You drink green tea.")
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{input}")])
+    chain = RunnableWithMessageHistory(
+        prompt | model,
+        lambda session_id: MnemisChatMessageHistory(mem, session_id, clock=lambda: FIXED),
+        input_messages_key="input",
+        history_messages_key="history",
+    )
+    cfg = {"configurable": {"session_id": "u1"}}
+    chain.invoke({"input": "I drink green tea every morning."}, cfg)
+    chain.invoke({"input": "What do I drink?"}, cfg)
+    assert [m.text for m in mem.messages("u1")] == [
+        "I drink green tea every morning.",
+        "Noted: green tea.",
+        "What do I drink?",
+        "You drink green tea.",
+    ]

@@ -1,0 +1,138 @@
+"""MnemisMemoryMiddleware inside create_agent: recall with paths in the system prompt, turns saved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from fakes import ScriptedChatModel, call_tool, echo_last_tool_result, empty_memory, seeded_memory
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+
+from mnemis_integrations.langchain import MnemisMemoryMiddleware, create_recall_tool
+from mnemis_integrations.langchain._convert import format_hits
+from mnemis_integrations.langchain.middleware import DEFAULT_HEADER
+
+FIXED = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
+QUESTION = "Has my refund for order 1234 arrived?"
+
+
+def texts(mem, namespace):
+    return [m.text for m in mem.messages(namespace)]
+
+
+def make_agent(mem, model, **kwargs):
+    middleware = MnemisMemoryMiddleware(
+        mem, namespace=kwargs.pop("namespace", "u1"), k=3, clock=lambda: FIXED
+    )
+    return create_agent(
+        model,
+        tools=kwargs.pop("tools", []),
+        system_prompt="You are a helpful assistant.",
+        middleware=[middleware],
+        **kwargs,
+    )
+
+
+def test_system_prompt_gets_recall_with_hierarchy_paths():
+    mem = seeded_memory("u1")
+    expected = mem.search(QUESTION, k=3, namespace="u1")  # before the turn is saved
+    model = ScriptedChatModel.of("Not yet, sorry.")
+    make_agent(mem, model).invoke({"messages": [{"role": "user", "content": QUESTION}]})
+
+    assert expected and all(hit.path for hit in expected)
+    assert model.last_system_prompt == "You are a helpful assistant.\n\n" + format_hits(
+        expected, header=DEFAULT_HEADER
+    )
+    assert f"- [{expected[0].path_str}] " in model.last_system_prompt
+
+
+def test_recall_does_not_enter_the_agent_state():
+    mem = seeded_memory("u1")
+    out = make_agent(mem, ScriptedChatModel.of("Not yet.")).invoke(
+        {"messages": [{"role": "user", "content": QUESTION}]}
+    )
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    assert all(DEFAULT_HEADER not in m.text for m in out["messages"])
+
+
+def test_each_turn_is_saved_to_memory():
+    mem = seeded_memory("u1")
+    before = len(mem.messages("u1"))
+    make_agent(mem, ScriptedChatModel.of("Not yet, sorry.")).invoke(
+        {"messages": [{"role": "user", "content": QUESTION}]}
+    )
+    saved = mem.messages("u1")[before:]
+    assert [(m.speaker, m.text) for m in saved] == [("user", QUESTION), ("assistant", "Not yet, sorry.")]
+
+
+def test_a_new_memory_gets_its_first_turn_and_no_recall_block():
+    mem = empty_memory()
+    model = ScriptedChatModel.of("Hello!")
+    make_agent(mem, model).invoke({"messages": [{"role": "user", "content": "Hi, I'm Ana."}]})
+    assert model.last_system_prompt == "You are a helpful assistant."
+    assert texts(mem, "u1") == ["Hi, I'm Ana.", "Hello!"]
+
+
+def test_turns_in_one_thread_are_saved_once_each():
+    mem = empty_memory()
+    model = ScriptedChatModel.of("Noted, Ana.", "You like green tea.")
+    agent = make_agent(mem, model, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [{"role": "user", "content": "I'm Ana and I love green tea."}]}, cfg)
+    agent.invoke({"messages": [{"role": "user", "content": "What do I like to drink?"}]}, cfg)
+    assert texts(mem, "u1") == [
+        "I'm Ana and I love green tea.",
+        "Noted, Ana.",
+        "What do I like to drink?",
+        "You like green tea.",
+    ]
+    # the second call recalled the first turn, with its path
+    assert "green tea" in model.last_system_prompt and "- [" in model.last_system_prompt
+
+
+def test_tool_calls_and_tool_results_are_not_saved_but_the_answer_is():
+    mem = seeded_memory("u1")
+    before = len(mem.messages("u1"))
+    model = ScriptedChatModel.of(call_tool("recall_memory", query="beagle vet"), echo_last_tool_result())
+    agent = make_agent(mem, model, tools=[create_recall_tool(mem, namespace="u1", k=2)])
+    out = agent.invoke({"messages": [{"role": "user", "content": "When is Rex's vet visit?"}]})
+    assert model.calls == 2
+    saved = mem.messages("u1")[before:]
+    assert [m.speaker for m in saved] == ["user", "assistant"]
+    assert saved[1].text == out["messages"][-1].text and saved[1].text.startswith("From memory: - [")
+
+
+@dataclass
+class UserContext:
+    user_id: str
+
+
+def test_namespace_can_come_from_the_runtime_context():
+    mem = seeded_memory("u1")
+    model = ScriptedChatModel.of("ok")
+    agent = make_agent(mem, model, namespace=lambda rt: rt.context.user_id, context_schema=UserContext)
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "Plan my Lisbon trip"}]}, context=UserContext("u7")
+    )
+    assert model.last_system_prompt == "You are a helpful assistant."  # u7 has no memory yet
+    assert texts(mem, "u7") == ["Plan my Lisbon trip", "ok"]
+
+
+async def test_async_agent_recalls_and_saves():
+    mem = seeded_memory("u1")
+    before = len(mem.messages("u1"))
+    model = ScriptedChatModel.of("Not yet.")
+    await make_agent(mem, model).ainvoke({"messages": [{"role": "user", "content": QUESTION}]})
+    assert DEFAULT_HEADER in model.last_system_prompt
+    assert len(mem.messages("u1")) == before + 2
+
+
+def test_save_turns_can_be_switched_off():
+    mem = seeded_memory("u1")
+    before = len(mem.messages("u1"))
+    middleware = MnemisMemoryMiddleware(mem, namespace="u1", save_turns=False)
+    create_agent(ScriptedChatModel.of("ok"), middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert len(mem.messages("u1")) == before
