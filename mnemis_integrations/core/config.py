@@ -73,6 +73,12 @@ class SemanticConfig(_Frozen):
         le=1,
         description="A fragment's similarity mixes its best single message (this share) with its centroid.",
     )
+    speaker_boost: float = Field(
+        0.0,
+        ge=0,
+        description="Messages said by a person the query names gain this many standard deviations of the "
+        "query's message similarities (scale-free, so it holds for any embedder).",
+    )
     expand: bool = Field(True, description="Add each hit's parent and children.")
     expansion_decay: float = Field(0.5, ge=0, le=1, description="An expanded node scores this share of its origin.")
     max_expansions: int = Field(12, ge=0, description="At most this many nodes enter by expansion.")

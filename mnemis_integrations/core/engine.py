@@ -90,11 +90,23 @@ class MnemisMemory:
             self._store.close()
             raise EmbedderMismatchError(stored, self.embedder.id)
         self._states: dict[str, NamespaceState] = {}
-        self._dim: int | None = int(d) if (d := self._store.get_meta("dim")) else None
+        self._known_dim: int | None = None
         self._lock = threading.RLock()
         self._cache = PathCache()
 
     # ------------------------------------------------------------------ state
+    @property
+    def _dim(self) -> int | None:
+        # Read lazily: another process may have written the store's first batch since we opened it.
+        if self._known_dim is None:
+            d = self._store.get_meta("dim")
+            self._known_dim = int(d) if d else self._store.stored_dim()
+        return self._known_dim
+
+    @_dim.setter
+    def _dim(self, value: int) -> None:
+        self._known_dim = value
+
     def _state(self, namespace: str, create: bool = False) -> NamespaceState:
         st = self._states.get(namespace)
         if st is not None:
@@ -187,10 +199,11 @@ class MnemisMemory:
             try:
                 rep = OfflineBuilder(self.config.build, self.profile, self.review).ingest(st, fresh, vectors)
                 t3 = time.perf_counter()
-                self._store.save(namespace, fresh, vectors, st.graph.to_data())
-                if self._store.get_meta("embedder_id") is None:
-                    self._store.set_meta("embedder_id", self.embedder.id)
-                    self._store.set_meta("dim", str(self._dim))
+                # The embedder id and dimension commit with the first batch, so no crash can separate them.
+                self._store.save(
+                    namespace, fresh, vectors, st.graph.to_data(),
+                    meta={"embedder_id": self.embedder.id, "dim": str(self._dim)},
+                )
             except BaseException:
                 # The builder mutates state in place: drop it so the next use reloads what was stored.
                 self._states.pop(namespace, None)

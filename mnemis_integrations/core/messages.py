@@ -50,6 +50,14 @@ def parse_timestamp(value: Any, *, message_id: str | None = None, index: int | N
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
 
 
+def _encodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
@@ -78,6 +86,8 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             )
         if not text.strip():
             raise InvalidMessageError("'text' is empty", message_id=mid, index=i)
+        if not _encodable(text):
+            raise InvalidMessageError("'text' is not valid Unicode (lone surrogate)", message_id=mid, index=i)
         if "\x00" in text:
             raise InvalidMessageError("'text' contains a NUL character", message_id=mid, index=i)
         if len(text) > limits.max_message_chars:
@@ -89,7 +99,7 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             speaker = ""
         if not isinstance(speaker, str):
             raise InvalidMessageError(f"'speaker' must be a string, not {type(speaker).__name__}", message_id=mid, index=i)
-        if len(speaker) > 256 or "\x00" in speaker:
+        if len(speaker) > 256 or "\x00" in speaker or not _encodable(speaker) or not _encodable(mid):
             raise InvalidMessageError("'speaker' is longer than 256 characters or holds NUL", message_id=mid, index=i)
         ts = parse_timestamp(_field(item, "timestamp"), message_id=mid, index=i)
         m = Message(id=mid, speaker=speaker.strip() or "user", text=text, timestamp=ts)

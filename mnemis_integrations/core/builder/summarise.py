@@ -38,9 +38,21 @@ def keywords_for(texts: list[str], df: Counter, n_docs: int, top: int) -> list[s
 
 
 def summary_line(messages: list[Message], entities: list[str], keywords: list[str]) -> str:
-    """One sentence: who spoke, about what (entities first, then keywords, then numbers)."""
+    """One sentence: who spoke, about what (entities first, then keywords, then numbers).
+
+    >>> m = [Message("1", "Ana", "Nordwind Foods wants 40 seats", None)]
+    >>> summary_line(m, ["Ana", "Nordwind Foods"], ["nordwind", "seats"])
+    'Ana on Nordwind Foods, seats, 40'
+    """
     speakers = list(dict.fromkeys(m.speaker for m in messages))
-    about = list(dict.fromkeys([e for e in entities if e not in speakers][:3] + keywords))
+    folded_speakers = {s.lower() for s in speakers}
+    names = [e for e in entities if e.lower() not in folded_speakers][:3]
+    # A keyword already inside a name ("nordwind" in "Nordwind Foods") adds tokens, not meaning.
+    inside = " ".join(names).lower()
+    about: list[str] = []
+    for term in names + [k for k in keywords if k.lower() not in inside and k.lower() not in folded_speakers]:
+        if term.lower() not in {a.lower() for a in about}:
+            about.append(term)
     numbers = list(dict.fromkeys(n for m in messages for n in _NUMBER.findall(m.text)))[:2]
     who = " & ".join(speakers[:3])
     what = ", ".join(about[:5] + numbers)

@@ -61,6 +61,10 @@ def semantic_path(
         lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
     node_sims = st.node_vectors.search(qvec)
     msg_sims = st.msg_vectors.search(qvec)
+    if cfg.speaker_boost > 0 and lexical_skip and msg_sims:
+        named = {n.lower() for n in lexical_skip}
+        bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
+        msg_sims = {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
     lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
     lex_max = max(lex.values(), default=0.0)
 

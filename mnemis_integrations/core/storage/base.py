@@ -33,7 +33,14 @@ class GraphStore(Protocol):
 
     def load(self, namespace: str, dim: int) -> StoredNamespace | None: ...
 
-    def save(self, namespace: str, new_messages: list[Message], new_vectors: np.ndarray, graph: dict) -> None: ...
+    def save(
+        self,
+        namespace: str,
+        new_messages: list[Message],
+        new_vectors: np.ndarray,
+        graph: dict,
+        meta: dict[str, str] | None = None,
+    ) -> None: ...
 
     def replace(self, namespace: str, messages: list[Message], vectors: np.ndarray, graph: dict) -> None: ...
 

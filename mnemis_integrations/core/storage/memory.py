@@ -24,6 +24,12 @@ class InMemoryStore:
     def set_meta(self, key: str, value: str) -> None:
         self._meta[key] = value
 
+    def stored_dim(self) -> int | None:
+        for _, _, _, vecs in self._ns.values():
+            if len(vecs):
+                return int(vecs.shape[1])
+        return None
+
     def namespaces(self) -> list[str]:
         return sorted(self._ns)
 
@@ -33,8 +39,9 @@ class InMemoryStore:
         graph_json, msgs, keys, vecs = self._ns[namespace]
         return StoredNamespace(json.loads(graph_json), list(msgs), list(keys), vecs.copy())
 
-    def save(self, namespace, new_messages, new_vectors, graph) -> None:
+    def save(self, namespace, new_messages, new_vectors, graph, meta=None) -> None:
         graph_json = json.dumps(graph)
+        self._meta.update(meta or {})
         _, msgs, keys, vecs = self._ns.get(namespace, ("", [], [], np.zeros((0, new_vectors.shape[1]), np.float32)))
         self._ns[namespace] = (
             graph_json,

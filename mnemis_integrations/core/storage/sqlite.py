@@ -63,6 +63,12 @@ class SQLiteStore:
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def stored_dim(self) -> int | None:
+        """Vector dimension from the stored rows (for stores written before the meta row existed)."""
+        with self._lock:
+            row = self._conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
+        return int(row[0]) // 4 if row else None
+
     def namespaces(self) -> list[str]:
         with self._lock:
             rows = self._conn.execute("SELECT namespace FROM graphs ORDER BY namespace").fetchall()
@@ -106,11 +112,14 @@ class SQLiteStore:
             [(namespace, m.id, np.asarray(v, np.float32).tobytes()) for m, v in zip(messages, vectors)],
         )
 
-    def save(self, namespace, new_messages, new_vectors, graph) -> None:
+    def save(self, namespace, new_messages, new_vectors, graph, meta: dict[str, str] | None = None) -> None:
+        """Append messages and replace the graph in one transaction; ``meta`` rows are written in it too."""
         data = json.dumps(graph)
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
+                for key, value in (meta or {}).items():
+                    self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
                 self._write_messages(namespace, new_messages, new_vectors)
                 self._conn.execute("INSERT OR REPLACE INTO graphs (namespace, data) VALUES (?, ?)", (namespace, data))
                 self._conn.execute("COMMIT")
