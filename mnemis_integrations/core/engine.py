@@ -55,6 +55,9 @@ class MnemisMemory:
             LlamaIndex embedding, callable, or object with ``id``/``embed_queries``/``embed_passages``.
         config: a :class:`MemoryConfig`, e.g. one of :mod:`~mnemis_integrations.core.recipes`.
         review: optional hook that sees every proposed hierarchy placement (accept/rename/merge).
+        builder: what turns new messages into graph nodes; ``None`` for the deterministic
+            offline builder. Any object with ``ingest(state, messages, vectors) -> BuildReport``
+            and the same all-or-nothing contract (it may only mutate the state it is given).
 
     Raises:
         EmbedderMismatchError: the store at ``path`` was built with another embedder.
@@ -78,11 +81,13 @@ class MnemisMemory:
         embedder: Any = None,
         config: MemoryConfig = recipes.DEFAULT,
         review: ReviewHook = accept_all,
+        builder: Any = None,
     ):
         self.embedder = as_embedder(embedder)
         self.profile = profile_for(self.embedder)
         self.config = config
         self.review = review
+        self.builder = builder if builder is not None else OfflineBuilder(config.build, self.profile, review)
         self.path = str(path) if path is not None else None
         self._store = SQLiteStore(path) if path is not None else InMemoryStore()
         stored = self._store.get_meta("embedder_id")
@@ -197,7 +202,7 @@ class MnemisMemory:
             if st is None:
                 st = NamespaceState.empty(namespace, self._dim)
             try:
-                rep = OfflineBuilder(self.config.build, self.profile, self.review).ingest(st, fresh, vectors)
+                rep = self.builder.ingest(st, fresh, vectors)
                 t3 = time.perf_counter()
                 # The embedder id and dimension commit with the first batch, so no crash can separate them.
                 self._store.save(
