@@ -28,8 +28,12 @@ class _Frozen(BaseModel):
 class BuildConfig(_Frozen):
     """Offline builder: segmentation, clustering, update detection."""
 
-    max_segment_messages: int = Field(
-        4, ge=1, description="A segment never grows past this many messages (4 measured best on LoCoMo dev: 3 and 5-6 lose)."
+    max_segment_messages: int = Field(6, ge=1, description="A segment never grows past this many messages.")
+    max_segment_tokens: int | None = Field(
+        160,
+        ge=1,
+        description="A segment is also closed once its messages hold this many cl100k tokens, so fragments "
+        "stay small enough for a reader's context budget whatever the message length; None: no cap.",
     )
     min_segment_messages: int = Field(2, ge=1, description="Topic cuts are not made before this many messages.")
     time_gap_minutes: float = Field(
@@ -73,11 +77,23 @@ class SemanticConfig(_Frozen):
         le=1,
         description="A fragment's similarity mixes its best single message (this share) with its centroid.",
     )
+    combine: Literal["linear", "rrf"] = Field(
+        "linear",
+        description="How a fragment's dense and BM25 evidence combine: a weighted sum of normalised scores, "
+        "or reciprocal-rank fusion (k=60) weighted by lexical_weight.",
+    )
     speaker_boost: float = Field(
         0.0,
         ge=0,
         description="Messages said by a person the query names gain this many standard deviations of the "
         "query's message similarities (scale-free, so it holds for any embedder).",
+    )
+    topic_smoothing: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="A fragment's score mixes in this share of its subtopic's score: a fragment in a topic "
+        "that matches the query as a whole rises (cluster-based smoothing).",
     )
     expand: bool = Field(True, description="Add each hit's parent and children.")
     expansion_decay: float = Field(0.5, ge=0, le=1, description="An expanded node scores this share of its origin.")
@@ -101,6 +117,18 @@ class RelationConfig(_Frozen):
         description="An entity mentioned by more than this share of fragments is too common to steer the path.",
     )
     min_hits: int = Field(2, ge=0, description="Fewer relation hits than this triggers the semantic fallback.")
+    scale: Literal["absolute", "normalised"] = Field(
+        "absolute",
+        description="'absolute': 1 means every query entity, at distance 1, each as specific as an entity can be "
+        "(seed weights are idf / max idf), so a common entity lifts its fragments only a little; "
+        "'normalised': the fusion normaliser rescales relation scores like semantic ones.",
+    )
+    decay_half_life_days: float | None = Field(
+        None,
+        gt=0,
+        description="Forgetting curve (off when None): what a node gains on the relation path halves every this "
+        "many days of age, counted back from the newest event in the namespace.",
+    )
 
 
 class FusionConfig(_Frozen):
@@ -117,6 +145,13 @@ class FusionConfig(_Frozen):
     min_results: int = Field(5, ge=0, description="Top up to at least this many results when memory holds them.")
     candidate_factor: int = Field(4, ge=1, description="Over-fetch this many times k before fusion.")
     collapse_overlap: bool = Field(True, description="Drop a hit whose messages are all shown by a better hit.")
+    diversity: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Maximal-marginal-relevance weight: a candidate loses this share of its (centred) cosine "
+        "to the closest hit already chosen, so evidence spread over topics is not crowded out by one topic.",
+    )
     attach_successors: bool = True
     parent_weight: float = Field(
         0.6,

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..errors import EmbedderMismatchError, InvalidQueryError, NamespaceNotFoundError
 from . import recipes
@@ -26,6 +26,11 @@ from .retrieval.search import dual_path_search
 from .state import NamespaceState
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .maintenance.compaction import CompactionReport
+    from .maintenance.forget import ForgetReport
+    from .maintenance.health import HealthReport, RebalanceReport
 
 __all__ = ["MnemisMemory", "IngestReport"]
 
@@ -327,3 +332,136 @@ class MnemisMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------------ memory over time (issue #7)
+    def compact(
+        self, before: datetime | str, namespace: str = "default", *, min_group: int = 2, max_messages: int = 16
+    ) -> "CompactionReport":
+        """Merge fragments older than ``before`` into overview fragments; archive the originals.
+
+        Originals move under their subtopic's archive node, leave default retrieval, and come
+        back with ``search(..., include_archived=True)``; every raw message stays reachable
+        through the overview's ``source_ids``. Nothing is deleted; :meth:`uncompact` undoes it.
+        See :mod:`~mnemis_integrations.core.maintenance.compaction`.
+
+        Raises:
+            NamespaceNotFoundError: the namespace holds no memory.
+            InvalidMessageError: ``before`` is not a datetime or ISO-8601 string.
+        """
+        from .maintenance.compaction import compact_graph
+
+        validate_namespace(namespace)
+        when = parse_timestamp(before)
+        with self._lock:
+            self._state(namespace)
+            with self.edit(namespace) as g:
+                return compact_graph(g, when, min_group=min_group, max_messages=max_messages)
+
+    def uncompact(self, namespace: str = "default", overview_ids: list[str] | None = None) -> list[str]:
+        """Undo :meth:`compact` (all overviews, or those named); returns the restored fragment ids."""
+        from .maintenance.compaction import uncompact_graph
+
+        validate_namespace(namespace)
+        with self._lock:
+            self._state(namespace)
+            with self.edit(namespace) as g:
+                return uncompact_graph(g, overview_ids)
+
+    def _vectors_of(self, st: NamespaceState):
+        def get(ids: list[str]):
+            import numpy as np
+
+            ids = [i for i in ids if i in st.node_vectors]
+            return st.node_vectors.get_many(ids) if ids else np.zeros((0, st.dim), np.float32)
+
+        return get
+
+    def health(self, namespace: str = "default", *, max_span_days: float = 14.0) -> "HealthReport":
+        """Diagnose a namespace: sprawling or loosened subtopics, oversized concepts, orphan
+        fragments, duplicate entities. Reads only. See :mod:`~mnemis_integrations.core.maintenance.health`."""
+        from .maintenance.health import check_health
+
+        validate_namespace(namespace)
+        b = self.config.build
+        with self._lock:
+            st = self._state(namespace)
+            min_coh = b.subtopic_threshold if b.subtopic_threshold is not None else self.profile.subtopic_threshold
+            return check_health(
+                st.graph, self._vectors_of(st), min_cohesion=min_coh, max_span_days=max_span_days,
+                max_concept_subtopics=b.max_concept_subtopics,
+                max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
+            )
+
+    def rebalance(self, namespace: str = "default", *, max_span_days: float = 14.0) -> "RebalanceReport":
+        """Fix what :meth:`health` finds: sink-split flagged subtopics into 2-3 focused ones,
+        merge duplicate entities, re-attach orphan fragments. Persisted like :meth:`edit`."""
+        from .builder.abstract import label_from_keywords
+        from .maintenance.health import rebalance_graph
+
+        report = self.health(namespace, max_span_days=max_span_days)
+        with self._lock:
+            st = self._state(namespace)
+            vectors_of = self._vectors_of(st)
+            with self.edit(namespace) as g:
+                return rebalance_graph(
+                    g, report, vectors_of, max_span_days=max_span_days,
+                    label=lambda frags: label_from_keywords([f.keywords for f in frags], top=2),
+                )
+
+    def forget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> "ForgetReport":
+        """Remove messages everywhere: graph, vectors, lexical index, persisted file.
+
+        Unlike archiving, nothing of the text remains: the namespace is rebuilt from the
+        remaining messages (stored vectors reused, nothing re-embedded), so summaries,
+        keywords, labels and entities that quoted it are rebuilt too, and a SQLite file is
+        vacuumed and its WAL emptied. Hand edits and compaction are not replayed.
+
+        Args:
+            message_ids: the messages to forget; ``None`` forgets the whole ``namespace``.
+            namespace: whose memory (``"default"`` when only ``message_ids`` is given).
+
+        Raises:
+            InvalidQueryError: neither ``message_ids`` nor ``namespace`` was given.
+            NamespaceNotFoundError: the namespace holds no memory.
+            StoreError: another process holds the file open, so it could not be purged.
+        """
+        from .maintenance.forget import ForgetReport, rebuild_without, split_forgotten
+
+        if message_ids is None and namespace is None:
+            raise InvalidQueryError("forget needs message_ids, a namespace, or both")
+        ns = namespace if namespace is not None else "default"
+        validate_namespace(ns)
+        if isinstance(message_ids, str):
+            message_ids = [message_ids]
+        with self._lock:
+            st = self._state(ns)
+            if message_ids is None:
+                n = len(st.messages)
+                self._store.delete(ns)
+                self._states.pop(ns, None)
+                self._cache = PathCache()
+                self._store.purge()
+                return ForgetReport(ns, n, (), True)
+            kept, gone, missing = split_forgotten(st.messages.values(), message_ids)
+            if not gone:
+                return ForgetReport(ns, 0, tuple(missing))
+            import numpy as np
+
+            vecs = st.msg_vectors.get_many([m.id for m in kept]) if kept else np.zeros((0, st.dim), np.float32)
+            new = rebuild_without(ns, st.dim, self.builder, kept, vecs)
+            try:
+                if kept:
+                    self._store.replace(ns, kept, vecs, new.graph.to_data())
+                else:
+                    self._store.delete(ns)
+            except BaseException:
+                self._states.pop(ns, None)
+                raise
+            if kept:
+                new.version = st.version + 1
+                self._states[ns] = new
+            else:
+                self._states.pop(ns, None)
+            self._cache = PathCache()
+            self._store.purge()
+            return ForgetReport(ns, len(gone), tuple(missing), not kept)

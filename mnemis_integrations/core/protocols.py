@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "Tokenizer"]
+__all__ = ["ChatModel", "Embedder", "Tokenizer"]
 
 
 @runtime_checkable
@@ -27,3 +28,15 @@ class Embedder(Protocol):
 @runtime_checkable
 class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """The one call the LLM builder needs from a chat model, framework-free.
+
+    ``messages`` are ``{"role": "system" | "user" | "assistant", "content": str}`` dicts; the
+    reply is the assistant's text. :func:`mnemis_integrations.core.llm.as_chat_model` wraps a
+    LangChain chat model, a LlamaIndex LLM or a plain callable into this shape.
+    """
+
+    def complete(self, messages: list[dict[str, str]]) -> str: ...

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import lru_cache
 
-__all__ = ["tokenize", "content_words", "has_cjk", "STOPWORDS", "format_date", "normalise_name"]
+__all__ = ["tokenize", "content_words", "lexical_terms", "has_cjk", "STOPWORDS", "format_date", "normalise_name"]
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -71,3 +72,26 @@ def normalise_name(name: str) -> str:
     """
     s = re.sub(r"['’]s\b", "", name.strip().lower())
     return re.sub(r"\s+", " ", s).strip(" .,:;!?\"'")
+
+
+@lru_cache(maxsize=1)
+def _english_stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(token: str) -> str:
+    if not token.isascii() or not token.isalpha():
+        return token
+    return _english_stemmer().stemWord(token)
+
+
+def lexical_terms(text: str) -> list[str]:
+    """Content words, English ones stemmed, for BM25: "researching" matches "research".
+
+    >>> lexical_terms("Researching adoption agencies")
+    ['research', 'adopt', 'agenc']
+    """
+    return [_stem(t) for t in content_words(text)]

@@ -18,9 +18,10 @@ __all__ = ["extract_entities", "EntityMention"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _CAP_SEQ = re.compile(
-    r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for|and|&)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*"
+    r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*"
 )
-_PLAN_LIKE = re.compile(r"\b(?:plan|option|version|phase|tier|project)\s+[A-Z0-9]{1,3}\b", re.IGNORECASE)
+# Only the keyword ignores case: "plan to" must not read as a plan named "to".
+_PLAN_LIKE = re.compile(r"\b(?i:plan|option|version|phase|tier|project)\s+[A-Z0-9]{1,3}\b")
 _VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
 _ZH_PLAN = re.compile(r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)")
 # Capitalised words that open sentences or fill chat but name nothing.
@@ -35,6 +36,7 @@ _NOT_NAMES = frozenset(
 )
 # Inside Chinese text there are no word boundaries, so Latin names need their own pattern.
 _LATIN_IN_CJK = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z0-9]+(?:\s[A-Z][A-Za-z0-9]+)*")
+_CONNECTORS = frozenset({"of", "the", "de", "for", "and", "&"})
 _ZH_NAME_TAGS = {"nr", "ns", "nt", "nz", "nrt", "nrfg"}
 
 
@@ -91,7 +93,11 @@ def _english_candidates(text: str) -> Iterable[tuple[str, bool]]:
             yield name, initial
             if initial and len(words) > 1:
                 # "Customer Acme asked": the opener may be an ordinary word; offer the rest as a name too.
-                yield " ".join(words[1:]), False
+                rest = words[1:]
+                while rest and rest[0].lower() in _CONNECTORS:
+                    rest = rest[1:]
+                if rest:
+                    yield " ".join(rest), False
         for m in _PLAN_LIKE.finditer(sent):
             yield m.group(0), False
         for m in _VERSION.finditer(sent):

@@ -12,15 +12,21 @@ import numpy as np
 
 from ..text import STOPWORDS
 
-__all__ = ["has_change_cue", "pick_superseded", "pick_references", "relation_label"]
+__all__ = ["has_change_cue", "pick_superseded", "pick_superseded_many", "pick_references", "relation_label"]
 
 # Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
-# cue ("now") would mark ordinary follow-ups as replacements and demote true facts.
+# cue ("now") would mark ordinary follow-ups as replacements and demote true facts. The second
+# line (finalising, rescheduling, refusing) was added for the scenario suite's reversals, e.g.
+# "Renewal update: ...", "My manager approved it: a two-year renewal", "v1.3 推迟到 9 月 25 号",
+# "张萌拒了我们的offer", "定价再调一次…降到每席位59元"; "Plan A looks good" and "see you Friday" still carry no cue.
 _CHANGE_CUES = re.compile(
     r"\b(instead|no longer|not anymore|any ?more\b|switch(?:ed|ing)? (?:to|over)|chang(?:ed|ing) (?:it |that )?to|"
     r"replac(?:e|ed|ing)|cancel(?:l?ed)?|scrap(?:ped)?|drop(?:ped)?|pause[ds]?|postpone[ds]?|revers(?:e|ed)|"
     r"overturn(?:ed)?|call(?:ed)? off|moved? to|go(?:ing)? with|decided against|rather than|won'?t use|"
-    r"not going to|update[ds]?:)\b|改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用",
+    r"not going to|update[ds]?(?=:)|updated?|final(?:ly)?|in the end|after all|approved?|turned (?:it )?down|"
+    r"declined|rejected|fell through|push(?:ed)? (?:back|to)|delay(?:ed)? to|reschedul(?:e|ed)|"
+    r"can'?t approve|lower(?:ed)? (?:it |the price )?to|rais(?:e|ed) (?:it |the price )?to|adjust(?:ed|ing)?)\b|改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用|推迟|延期|改到|提前到|最终|"
+    r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到",
     re.IGNORECASE,
 )
 
@@ -29,6 +35,8 @@ def has_change_cue(text: str) -> bool:
     """True when the text announces a change of plan or fact.
 
     >>> has_change_cue("Let's pause plan A and do B instead."), has_change_cue("定价改成按席位收费"), has_change_cue("Plan A looks good")
+    (True, True, False)
+    >>> has_change_cue("Renewal update: 15% needs two years"), has_change_cue("v1.3 推迟到 9 月 25 号"), has_change_cue("see you Friday")
     (True, True, False)
     """
     return bool(_CHANGE_CUES.search(text))
@@ -64,6 +72,58 @@ def pick_superseded(
         if sim >= best_sim:
             best, best_sim = fid, sim
     return best
+
+
+def pick_superseded_many(
+    cue_vectors: np.ndarray,
+    new_entities: set[str],
+    candidates: list[tuple[str, np.ndarray, set[str], bool]],
+    threshold: float,
+    *,
+    margin: float = 0.025,
+    limit: int = 3,
+    slack: float = 0.02,
+    entity_bonus: float = 0.02,
+) -> list[str]:
+    """Earlier fragments that the change-announcing messages replace, best first.
+
+    Args:
+        cue_vectors: vectors of the new fragment's messages that carry a change cue (rows).
+        new_entities: the new fragment's distinctive entity ids.
+        candidates: (fragment id, its message vectors (rows), distinctive entity ids,
+            same_subtopic) of earlier active fragments.
+        threshold: minimum cosine (per embedder), less ``slack``: the margin rule below
+            already keeps only the nearest few.
+        margin: every candidate within this much of the best one is replaced too, so a
+            reversal retires all the near-equal statements of the old state.
+        limit: at most this many.
+        entity_bonus: added to the similarity of a candidate sharing a distinctive entity.
+
+    A candidate's similarity is its best message against the best cue message: a change
+    is stated in one message, and a centroid blurs it with the small talk around it. The
+    chain of ``updates`` edges links older states transitively.
+
+    >>> import numpy as np
+    >>> cue = np.array([[1.0, 0.0]])
+    >>> cands = [("a", np.array([[0.99, 0.14]]), set(), False), ("b", np.array([[0.98, 0.2]]), set(), False),
+    ...          ("c", np.array([[0.6, 0.8]]), set(), True)]
+    >>> pick_superseded_many(cue, set(), cands, 0.9)
+    ['a', 'b']
+    """
+    scored = []
+    for fid, vecs, ents, same_subtopic in candidates:
+        if len(vecs) == 0 or len(cue_vectors) == 0:
+            continue
+        sim = float(np.max(np.asarray(vecs) @ np.asarray(cue_vectors).T))
+        if ents & new_entities:
+            sim += entity_bonus  # the same named thing (a person, a product) is spoken of
+        if sim >= threshold - slack:
+            scored.append((sim, fid))
+    if not scored:
+        return []
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    best = scored[0][0]
+    return [fid for sim, fid in scored if sim >= best - margin][:limit]
 
 
 def pick_references(

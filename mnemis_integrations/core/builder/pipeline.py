@@ -19,9 +19,10 @@ from ..embedders import EmbedderProfile
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..text import content_words
+from ..tokens import count_tokens
 from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_from_keywords
 from .entities import EntityMention, extract_entities
-from .link import has_change_cue, pick_references, pick_superseded, relation_label
+from .link import has_change_cue, pick_references, pick_superseded_many, relation_label
 from .segment import segment
 from .summarise import fragment_label, keywords_for, summary_line
 
@@ -83,6 +84,8 @@ class OfflineBuilder:
             time_gap_minutes=self.cfg.time_gap_minutes,
             drift_threshold=self._t("drift_threshold"),
             tail=tail,
+            max_tokens=self.cfg.max_segment_tokens,
+            count_tokens=count_tokens,
         )
         mentions = extract_entities([m.text for m in new], known=st.entities.keys())
         for seg in segments:
@@ -304,7 +307,8 @@ class OfflineBuilder:
         return {e.dst for e in st.graph.out_edges(frag_id, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= limit}
 
     def _link_updates(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
-        if not any(has_change_cue(m.text) for m in msgs):
+        cue_ids = [m.id for m in msgs if has_change_cue(m.text)]
+        if not cue_ids:
             return
         g = st.graph
         frags = [f for f in g.nodes(NodeKind.FRAGMENT) if f.id != frag.id and f.status == Status.ACTIVE]
@@ -318,15 +322,17 @@ class OfflineBuilder:
         for f in frags:
             if f.event_time and frag.created_at and f.event_time > frag.created_at:
                 continue
+            keys = [m for m in f.source_ids if m in st.msg_vectors]
             fp = g.parent(f.id)
-            cands.append((f.id, st.node_vectors.get(f.id), self._distinctive(st, f.id, counts, n),
+            cands.append((f.id, st.msg_vectors.get_many(keys), self._distinctive(st, f.id, counts, n),
                           parent is not None and fp is not None and fp.id == parent.id))
-        old = pick_superseded(st.node_vectors.get(frag.id), mine, cands, self._t("update_threshold"))
-        if old is not None:
+        olds = pick_superseded_many(st.msg_vectors.get_many(cue_ids), mine, cands, self._t("update_threshold"))
+        if olds:
             from ..maintenance.supersede import supersede
 
-            supersede(g, old_id=old, new_id=frag.id, when=frag.created_at)
-            rep.updates_linked += 1
+            for old in olds:
+                supersede(g, old_id=old, new_id=frag.id, when=frag.created_at)
+            rep.updates_linked += len(olds)
 
     def _link_references(self, st: NamespaceState, frag: Node) -> None:
         if self.cfg.references_per_fragment <= 0:

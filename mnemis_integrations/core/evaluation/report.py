@@ -80,8 +80,9 @@ def markdown_report(result: Mapping[str, Any]) -> str:
     lines.append(
         f"Overall = {n_overall} questions"
         + (f", excluding {', '.join(excluded)} (reported apart)" if excluded else "")
-        + f". R@Ntok = evidence recall within an N-token context; MH = {_MULTI_HOP} only; "
-        f"R@5/R@10/MRR over hit source ids; timings relative to `{ref}`."
+        + ". R@Ntok = evidence recall within an N-token context; "
+        + (f"MH = {_MULTI_HOP} only; " if has_mh else "")
+        + f"R@5/R@10/MRR over hit source ids; timings relative to `{ref}`."
     )
     lines.append("")
     lines += _table(header, rows)

@@ -7,7 +7,7 @@ from typing import Sequence
 import bm25s
 import numpy as np
 
-from ..text import content_words
+from ..text import lexical_terms
 
 __all__ = ["LexicalIndex"]
 
@@ -25,7 +25,7 @@ class LexicalIndex:
 
     def add(self, keys: Sequence[str], texts: Sequence[str]) -> None:
         self._keys.extend(keys)
-        self._docs.extend(content_words(t) for t in texts)
+        self._docs.extend(lexical_terms(t) for t in texts)
         self._bm25 = None  # dirty: rebuilt on the next query
 
     def remove(self, keys: Sequence[str]) -> None:
@@ -37,7 +37,7 @@ class LexicalIndex:
 
     def scores(self, query: str) -> dict[str, float]:
         """Raw BM25 score per key (only keys with a positive score)."""
-        q = content_words(query)
+        q = lexical_terms(query)
         if not q or not self._keys:
             return {}
         if self._bm25 is None:

@@ -19,6 +19,7 @@ __all__ = [
     "collapse_overlaps",
     "top_up",
     "place_successors",
+    "mmr_order",
 ]
 
 
@@ -170,3 +171,35 @@ def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tup
         out.append(k)
         placed.add(k)
     return out, moved
+
+
+def mmr_order(ranked: list[str], scores: dict[str, float], vectors: "np.ndarray", weight: float, limit: int) -> list[str]:
+    """Greedy maximal marginal relevance over the first ``limit`` of ``ranked``.
+
+    ``vectors`` holds one row per id of ``ranked[:limit]``, L2-normalised. Each step takes the
+    candidate maximising ``score - weight * max cosine to the chosen``; the tail keeps its order.
+
+    >>> import numpy as np
+    >>> v = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> mmr_order(["a", "b", "c"], {"a": 1.0, "b": 0.9, "c": 0.8}, v, 0.5, 3)
+    ['a', 'c', 'b']
+    """
+    import numpy as np
+
+    head = ranked[:limit]
+    if weight <= 0 or len(head) < 3:
+        return list(ranked)
+    sims = vectors @ vectors.T
+    base = np.array([scores[i] for i in head])
+    chosen: list[int] = []
+    best_sim = np.full(len(head), -np.inf)
+    left = set(range(len(head)))
+    while left:
+        idx = sorted(left)
+        penalty = np.where(np.isfinite(best_sim[idx]), best_sim[idx], 0.0)
+        gain = base[idx] - weight * penalty
+        pick = idx[int(np.argmax(gain))]
+        chosen.append(pick)
+        left.remove(pick)
+        best_sim = np.maximum(best_sim, sims[pick])
+    return [head[i] for i in chosen] + ranked[limit:]

@@ -53,6 +53,16 @@ class RelationResult:
     common: tuple[str, ...] = ()  # names of query entities too common to steer (e.g. the speakers)
 
 
+def _fade(st: NamespaceState, cfg: RelationConfig):
+    """Node id -> half-life weight of its age (maintenance.decay); constant 1.0 when decay is off."""
+    if cfg.decay_half_life_days is None:
+        return lambda _nid: 1.0
+    from ..maintenance.decay import age_days, half_life_weight
+
+    newest = max((n.event_time for n in st.graph.nodes() if n.event_time), default=None)
+    return lambda nid: half_life_weight(age_days(st.graph.get(nid).event_time, newest), cfg.decay_half_life_days)
+
+
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:
     found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
     if not found:
@@ -66,7 +76,8 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
         if df == 0 or df / n_frag > cfg.max_entity_share:
             common.append(st.graph.get(eid).label)
             continue  # an entity in most fragments (a speaker, say) points nowhere in particular
-        seeds[eid] = quality * math.log(1 + n_frag / df)
+        # Specificity in [0, 1]: an entity in one fragment weighs 1, one in every fragment ~0.
+        seeds[eid] = quality * math.log(1 + n_frag / df) / math.log(1 + n_frag)
     if not seeds:
         return RelationResult({}, {}, {}, len(found), tuple(common))
     view = st.graph.edge_view(cfg.edge_kinds)
@@ -74,6 +85,7 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     scores: dict[str, float] = {}
     dist: dict[str, int] = {}
     hierarchy = (NodeKind.FRAGMENT, NodeKind.SUBTOPIC, NodeKind.CONCEPT)
+    fade = _fade(st, cfg)  # optional forgetting curve (issue #7); 1.0 for every node when off
     for eid, w in seeds.items():
         for d, layer in enumerate(nx.bfs_layers(view, [eid])):
             if d > cfg.max_hops:
@@ -83,6 +95,9 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
             for nid in layer:
                 if nid not in allowed or st.graph.get(nid).kind not in hierarchy:
                     continue
-                scores[nid] = scores.get(nid, 0.0) + w * f(d)
+                scores[nid] = scores.get(nid, 0.0) + w * f(d) * fade(nid)
                 dist[nid] = min(dist.get(nid, d), d)
+    if cfg.scale == "absolute":
+        top = f(1) * len(seeds)
+        scores = {k: min(1.0, v / top) for k, v in scores.items()}
     return RelationResult(seeds, scores, dist, len(found), tuple(common))

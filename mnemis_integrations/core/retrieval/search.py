@@ -9,10 +9,11 @@ import numpy as np
 
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
+from ..maintenance.supersede import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
 from .cache import PathCache
-from .fusion import alpha_for, collapse_overlaps, fuse, normaliser, place_successors, top_up
+from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
 from .relation import relation_path
 from .render import render
 from .results import MemoryHit, Via
@@ -26,20 +27,13 @@ _HIERARCHY = (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
 
 def _visible(st: NamespaceState, as_of: datetime | None, include_archived: bool) -> tuple[set[str], dict[str, Status]]:
     """Hierarchy nodes a search may return, and each one's status at ``as_of``."""
+    # Validity intervals and compaction: see maintenance.supersede.status_at (issue #7).
     allowed, status = set(), {}
     for n in st.graph.nodes():
-        if n.kind not in _HIERARCHY and not (include_archived and n.kind == NodeKind.ARCHIVE):
-            continue
-        s = n.status
-        if as_of is not None:
-            if n.created_at is not None and n.created_at > as_of:
-                continue
-            if s == Status.SUPERSEDED and (n.valid_until is None or n.valid_until > as_of):
-                s = Status.ACTIVE  # its successor did not exist yet
-        if s == Status.ARCHIVED and not include_archived:
-            continue
-        allowed.add(n.id)
-        status[n.id] = s
+        s = status_at(st.graph, n, as_of, include_archived)
+        if s is not None:
+            allowed.add(n.id)
+            status[n.id] = s
     return allowed, status
 
 
@@ -73,7 +67,7 @@ def dual_path_search(
 
     norm = normaliser(config.fusion.normaliser)
     sem_n = norm(sem.scores)
-    rel_n = norm(rel.scores)
+    rel_n = rel.scores if config.relation.scale == "absolute" else norm(rel.scores)
     n_words = len(_QWORDS.findall(query))
     fallback = not rel.seeds or len(rel.scores) < config.relation.min_hits
     if fallback:
@@ -95,6 +89,13 @@ def dual_path_search(
                for i in ranked}
     if config.fusion.collapse_overlap:
         ranked = collapse_overlaps(ranked, sources)
+    if config.fusion.diversity > 0:
+        head = [i for i in ranked[: config.fusion.candidate_factor * k] if i in st.node_vectors]
+        vecs = st.node_vectors.get_many(head)
+        # e5-style embedders share a large common direction; centring spreads cosines so the penalty bites.
+        vecs = vecs - vecs.mean(axis=0, keepdims=True)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
+        ranked = mmr_order(head, fused, vecs, config.fusion.diversity, len(head)) + [i for i in ranked if i not in set(head)]
     ranked = ranked[:k]
 
     # Supplementary recall: never fewer than min_results when the memory holds that many.
@@ -106,7 +107,7 @@ def dual_path_search(
     if config.fusion.attach_successors:
         for nid in ranked:
             if status.get(nid) == Status.SUPERSEDED:
-                succ = [s.id for s in st.graph.latest_successors(nid) if s.id in allowed]
+                succ = visible_successors(st.graph, nid, allowed)  # issue #7: newest state shown at as_of
                 if succ:
                     successors[nid] = succ
     ranked, moved = place_successors(ranked, successors)

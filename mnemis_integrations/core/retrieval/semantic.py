@@ -39,6 +39,20 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.ones_like(values)
 
 
+def _rrf(dense: np.ndarray, lexical: np.ndarray, is_fragment: np.ndarray, lw: float, k: int = 60) -> np.ndarray:
+    """Reciprocal-rank fusion of the dense and BM25 orders, rescaled to [0, 1].
+
+    >>> _rrf(np.array([0.9, 0.8]), np.array([0.0, 1.0]), np.array([True, True]), 0.5).round(3).tolist()
+    [0.0, 1.0]
+    """
+    d_rank = np.empty(len(dense))
+    d_rank[np.argsort(-dense, kind="stable")] = np.arange(1, len(dense) + 1)
+    l_rank = np.empty(len(lexical))
+    l_rank[np.argsort(-lexical, kind="stable")] = np.arange(1, len(lexical) + 1)
+    fused = (1 - lw) / (k + d_rank) + np.where((lexical > 0) & is_fragment, lw / (k + l_rank), 0.0)
+    return _minmax(fused)
+
+
 def semantic_path(
     st: NamespaceState,
     qvec: np.ndarray,
@@ -92,7 +106,20 @@ def semantic_path(
     kinds = np.asarray([st.graph.get(i).kind == NodeKind.FRAGMENT for i in ids])
     norm = _minmax(dense_a)
     lw = cfg.lexical_weight
-    score = np.where(kinds, (1 - lw) * norm + lw * lex_a, (1 - lw) * norm)
+    if cfg.combine == "rrf":
+        score = _rrf(dense_a, lex_a, kinds, lw)
+    else:
+        score = np.where(kinds, (1 - lw) * norm + lw * lex_a, (1 - lw) * norm)
+    if cfg.topic_smoothing > 0:
+        pos = {i: n for n, i in enumerate(ids)}
+        parent_norm = np.array(
+            [
+                norm[pos[p.id]] if kinds[n] and (p := st.graph.parent(i)) is not None and p.id in pos else score[n]
+                for n, i in enumerate(ids)
+            ]
+        )
+        ts = cfg.topic_smoothing
+        score = np.where(kinds, (1 - ts) * score + ts * parent_norm, score)
     raw = {i: float(d) for i, d in zip(ids, dense_a)}
     keep = (dense_a >= threshold) | (lex_a > 0)
     scores = {i: float(s) for i, s, k in zip(ids, score, keep) if k}

@@ -56,5 +56,8 @@ class InMemoryStore:
     def delete(self, namespace: str) -> None:
         self._ns.pop(namespace, None)
 
+    def purge(self) -> None:
+        """Nothing to do: a replaced or deleted namespace leaves no copy behind in process memory."""
+
     def close(self) -> None:
         pass

@@ -149,6 +149,22 @@ class SQLiteStore:
                 self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
             self._conn.execute("COMMIT")
 
+    def purge(self) -> None:
+        """Make deleted rows unrecoverable from the file: rebuild it and empty the WAL.
+
+        ``VACUUM`` rewrites the database without free pages (where deleted text would linger),
+        then a ``TRUNCATE`` checkpoint folds the WAL back and cuts it to zero bytes.
+
+        Raises:
+            StoreError: another connection holds a read snapshot, so the WAL could not be emptied.
+        """
+        with self._lock:
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._conn.execute("VACUUM")
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise StoreError(f"store {self.path!r} is in use by another reader; the WAL could not be emptied")
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

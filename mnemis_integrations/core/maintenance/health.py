@@ -1,0 +1,344 @@
+"""Health check and rebalancing of the hierarchy (SPEC section 5).
+
+:func:`check_health` finds subtopics that span too long or have loosened, oversized concepts,
+orphan fragments and duplicate entities; :func:`rebalance_graph` "sink-splits" each flagged
+subtopic into two or three focused ones under the same concept, merges duplicate entities and
+re-attaches orphans. Decisions (:func:`span_days`, :func:`cohesion`, :func:`plan_split`,
+:func:`duplicate_entities`) are pure functions over plain data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from difflib import SequenceMatcher
+from typing import Callable
+
+import numpy as np
+
+from ..graph import MemoryGraph
+from ..model import Edge, EdgeKind, Node, NodeKind, Status
+from ..text import normalise_name
+
+__all__ = [
+    "SubtopicIssue",
+    "ConceptIssue",
+    "HealthReport",
+    "RebalanceReport",
+    "span_days",
+    "cohesion",
+    "plan_split",
+    "duplicate_entities",
+    "check_health",
+    "rebalance_graph",
+    "MAX_SPAN_DAYS",
+]
+
+# SPEC section 5: "a subtopic spanning more than about two weeks of conversation".
+MAX_SPAN_DAYS = 14.0
+
+VectorsOf = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class SubtopicIssue:
+    node_id: str
+    label: str
+    reasons: tuple[str, ...]  # "long_span" and/or "low_cohesion"
+    span_days: float
+    cohesion: float
+    fragments: int
+
+
+@dataclass(frozen=True)
+class ConceptIssue:
+    node_id: str
+    label: str
+    subtopics: int
+    fragments: int
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """What :meth:`MnemisMemory.health` found; ``ok`` when nothing."""
+
+    namespace: str
+    subtopics: tuple[SubtopicIssue, ...] = ()
+    oversized_concepts: tuple[ConceptIssue, ...] = ()
+    orphan_fragments: tuple[str, ...] = ()
+    duplicate_entities: tuple[tuple[str, str], ...] = ()  # (kept, duplicate)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.subtopics or self.oversized_concepts or self.orphan_fragments or self.duplicate_entities)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+
+@dataclass(frozen=True)
+class RebalanceReport:
+    namespace: str
+    subtopics_split: tuple[str, ...] = ()
+    subtopics_created: tuple[str, ...] = ()
+    entities_merged: tuple[tuple[str, str], ...] = ()
+    orphans_attached: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+
+
+def span_days(times: list[datetime | None]) -> float:
+    """Days between the first and last known time (0 with fewer than two).
+
+    >>> from datetime import datetime, timezone
+    >>> span_days([datetime(2025, 3, 1, tzinfo=timezone.utc), None, datetime(2025, 3, 22, tzinfo=timezone.utc)])
+    21.0
+    """
+    known = [t for t in times if t is not None]
+    if len(known) < 2:
+        return 0.0
+    return (max(known) - min(known)).total_seconds() / 86400.0
+
+
+def cohesion(vectors: np.ndarray) -> float:
+    """Mean cosine of unit rows to their normalised centroid (1.0 for one row or none).
+
+    >>> round(cohesion(np.array([[1.0, 0.0], [0.0, 1.0]])), 3), cohesion(np.array([[1.0, 0.0], [1.0, 0.0]]))
+    (0.707, 1.0)
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    if len(v) < 2:
+        return 1.0
+    c = v.mean(axis=0)
+    n = np.linalg.norm(c)
+    if n == 0:
+        return 0.0
+    return float(np.clip((v @ (c / n)).mean(), -1.0, 1.0))
+
+
+def _two_means(v: np.ndarray, iters: int = 10) -> np.ndarray:
+    """Deterministic 2-means: seeds are the farthest pair; returns a 0/1 label per row."""
+    sims = v @ v.T
+    i, j = np.unravel_index(np.argmin(sims), sims.shape)
+    centres = v[[i, j]]
+    labels = np.zeros(len(v), dtype=int)
+    for _ in range(iters):
+        new = np.argmax(v @ centres.T, axis=1)
+        if (new == labels).all() and _ > 0:
+            break
+        labels = new
+        for k in (0, 1):
+            if (labels == k).any():
+                c = v[labels == k].mean(axis=0)
+                centres[k] = c / (np.linalg.norm(c) or 1.0)
+    return labels
+
+
+def plan_split(
+    ids: list[str],
+    times: list[datetime | None],
+    vectors: np.ndarray,
+    *,
+    max_span_days: float = MAX_SPAN_DAYS,
+    max_parts: int = 3,
+    by: str = "time",
+) -> list[list[str]]:
+    """Cut one subtopic's fragments into 2..``max_parts`` focused groups.
+
+    ``by="time"`` (a sprawling subtopic) cuts the time-ordered fragments at their largest
+    silences, as few cuts as make every part span at most ``max_span_days`` (never more than
+    ``max_parts`` parts); ``by="vector"`` (a loosened subtopic) runs a deterministic 2-means.
+    Returns one group, unchanged, when there is nothing to split.
+
+    >>> from datetime import datetime, timedelta, timezone
+    >>> t = [datetime(2025, 3, 1, tzinfo=timezone.utc) + timedelta(days=d) for d in (0, 1, 20, 21, 40)]
+    >>> plan_split(["a", "b", "c", "d", "e"], t, np.eye(5))
+    [['a', 'b'], ['c', 'd'], ['e']]
+    """
+    if len(ids) < 2:
+        return [list(ids)]
+    if by == "vector":
+        labels = _two_means(np.asarray(vectors, dtype=np.float64))
+        groups = [[i for i, lab in zip(ids, labels) if lab == k] for k in (0, 1)]
+        return [g for g in groups if g] if all(groups) else [list(ids)]
+    order = sorted(range(len(ids)), key=lambda i: (times[i] is None, times[i].timestamp() if times[i] else 0.0, ids[i]))
+    ts = [times[i] for i in order]
+    gaps = sorted(
+        (((ts[k + 1] - ts[k]).total_seconds() if ts[k] and ts[k + 1] else 0.0), k) for k in range(len(order) - 1)
+    )
+    cuts: list[int] = []
+    for _, k in reversed(gaps):
+        cuts.append(k)
+        parts = _cut(order, sorted(cuts))
+        if len(parts) >= max_parts or all(span_days([times[i] for i in p]) <= max_span_days for p in parts):
+            break
+    return [[ids[i] for i in p] for p in _cut(order, sorted(cuts))]
+
+
+def _cut(order: list[int], cuts: list[int]) -> list[list[int]]:
+    out, start = [], 0
+    for k in cuts:
+        out.append(order[start : k + 1])
+        start = k + 1
+    out.append(order[start:])
+    return [p for p in out if p]
+
+
+def duplicate_entities(names: dict[str, str], min_ratio: float = 0.92) -> list[tuple[str, str]]:
+    """(kept, duplicate) pairs of entity ids whose names are the same thing.
+
+    Names match when their normalised forms are equal, one is the other plus a trailing
+    token (``"Acme"`` / ``"Acme Corp"``), or they are near-identical (spelling slips). The
+    entity seen first (smaller id) is kept.
+
+    >>> duplicate_entities({"e:acme": "Acme", "e:acme corp": "Acme Corp", "e:bob": "Bob", "e:priyanka": "Priyanka",
+    ...                     "e:priyankka": "Priyankka"})
+    [('e:acme', 'e:acme corp'), ('e:priyanka', 'e:priyankka')]
+    """
+    keys = sorted(names)
+    norm = {k: normalise_name(names[k]) for k in keys}
+    out, taken = [], set()
+    for i, a in enumerate(keys):
+        if a in taken:
+            continue
+        for b in keys[i + 1 :]:
+            if b in taken:
+                continue
+            na, nb = norm[a], norm[b]
+            if not na or not nb:
+                continue
+            short, long_ = sorted((na, nb), key=len)
+            prefix = long_.startswith(short + " ") and len(long_.split()) == len(short.split()) + 1 and len(short) >= 3
+            close = min(len(na), len(nb)) >= 5 and SequenceMatcher(None, na, nb).ratio() >= min_ratio
+            if na == nb or prefix or close:
+                out.append((a, b))
+                taken.add(b)
+    return out
+
+
+def _live_children(graph: MemoryGraph, node_id: str, kind: NodeKind) -> list[Node]:
+    return [c for c in graph.children(node_id) if c.kind == kind and c.status != Status.ARCHIVED]
+
+
+def check_health(
+    graph: MemoryGraph,
+    vectors_of: VectorsOf,
+    *,
+    min_cohesion: float,
+    max_span_days: float = MAX_SPAN_DAYS,
+    max_concept_subtopics: int = 8,
+    max_concept_fragments: int = 60,
+) -> HealthReport:
+    """Read-only diagnosis of one namespace graph.
+
+    Args:
+        graph: the namespace graph.
+        vectors_of: node ids -> their (unit) vectors, rows in the same order.
+        min_cohesion: a subtopic whose fragments sit closer than this to their centroid is
+            cohesive; the engine passes the embedder profile's ``subtopic_threshold``, the
+            similarity a fragment needs to join a subtopic in the first place.
+        max_span_days: a subtopic spanning more is flagged ``long_span``.
+        max_concept_subtopics / max_concept_fragments: a concept above either is oversized.
+    """
+    subs: list[SubtopicIssue] = []
+    for s in sorted(graph.nodes(NodeKind.SUBTOPIC), key=lambda n: n.id):
+        frags = _live_children(graph, s.id, NodeKind.FRAGMENT)
+        if len(frags) < 2:
+            continue
+        span = span_days([t for f in frags for t in (f.created_at, f.event_time)])
+        coh = cohesion(vectors_of([f.id for f in frags]))
+        reasons = tuple(r for r, bad in (("long_span", span > max_span_days), ("low_cohesion", coh < min_cohesion)) if bad)
+        if reasons:
+            subs.append(SubtopicIssue(s.id, s.label, reasons, round(span, 2), round(coh, 4), len(frags)))
+    concepts = []
+    for c in sorted(graph.nodes(NodeKind.CONCEPT), key=lambda n: n.id):
+        kids = _live_children(graph, c.id, NodeKind.SUBTOPIC)
+        n_frag = sum(len(_live_children(graph, k.id, NodeKind.FRAGMENT)) for k in kids)
+        if len(kids) > max_concept_subtopics or n_frag > max_concept_fragments:
+            concepts.append(ConceptIssue(c.id, c.label, len(kids), n_frag))
+    orphans = tuple(
+        sorted(f.id for f in graph.nodes(NodeKind.FRAGMENT) if f.status != Status.ARCHIVED and graph.parent(f.id) is None)
+    )
+    dups = duplicate_entities({e.id: e.label for e in graph.nodes(NodeKind.ENTITY)})
+    return HealthReport(graph.namespace, tuple(subs), tuple(concepts), orphans, tuple(dups))
+
+
+def _merge_entity(graph: MemoryGraph, keep: str, dup: str) -> None:
+    k, d = graph.get(keep), graph.get(dup)
+    for e in graph.in_edges(dup):
+        if e.src != keep:
+            graph.add_edge(Edge(e.src, keep, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+    for e in graph.out_edges(dup):
+        if e.dst != keep:
+            graph.add_edge(Edge(keep, e.dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+    k.aliases = list(dict.fromkeys(k.aliases + [d.label] + d.aliases))
+    graph.remove_node(dup)
+
+
+def rebalance_graph(
+    graph: MemoryGraph,
+    report: HealthReport,
+    vectors_of: VectorsOf,
+    *,
+    max_span_days: float = MAX_SPAN_DAYS,
+    label: Callable[[list[Node]], str] | None = None,
+) -> RebalanceReport:
+    """Apply the fixes a :class:`HealthReport` calls for, in place.
+
+    Each flagged subtopic keeps its first group of fragments; every other group moves to a new
+    subtopic under the same concept (``long_span``: cut in time, else 2-means). Duplicate
+    entities merge into the kept one (edges moved, name kept as an alias). Orphan fragments
+    join the most similar subtopic. Oversized concepts are reported, not split: moving
+    subtopics between concepts is a judgement for the review hook.
+    """
+    split, created, attached = [], [], []
+    for issue in report.subtopics:
+        if not graph.has(issue.node_id):
+            continue
+        sub = graph.get(issue.node_id)
+        frags = sorted(_live_children(graph, sub.id, NodeKind.FRAGMENT), key=lambda f: f.id)
+        by = "time" if "long_span" in issue.reasons else "vector"
+        groups = plan_split([f.id for f in frags], [f.created_at for f in frags], vectors_of([f.id for f in frags]),
+                            max_span_days=max_span_days, by=by)
+        if len(groups) < 2:
+            continue
+        concept = graph.parent(sub.id)
+        split.append(sub.id)
+        for n, group in enumerate(groups[1:], start=1):
+            members = [graph.get(f) for f in group]
+            nid = f"{sub.id}~{n}"
+            while graph.has(nid):
+                nid += "'"
+            times = [m.created_at for m in members if m.created_at]
+            new = Node(id=nid, kind=NodeKind.SUBTOPIC, label=label(members) if label else sub.label,
+                       namespace=graph.namespace, keywords=list(sub.keywords),
+                       summary="; ".join(m.summary for m in members[-3:]),
+                       created_at=min(times) if times else sub.created_at,
+                       event_time=max((m.event_time for m in members if m.event_time), default=sub.event_time),
+                       properties={"split_from": sub.id})
+            graph.add_node(new)
+            if concept is not None:
+                graph.add_edge(Edge(nid, concept.id, EdgeKind.BELONGS_TO, created_at=new.created_at))
+            for m in members:
+                graph.remove_edge(m.id, sub.id, EdgeKind.BELONGS_TO)
+                graph.add_edge(Edge(m.id, nid, EdgeKind.BELONGS_TO, created_at=m.created_at))
+            created.append(nid)
+        if label:
+            sub.label = label(_live_children(graph, sub.id, NodeKind.FRAGMENT))
+    merged = []
+    for keep, dup in report.duplicate_entities:
+        if graph.has(keep) and graph.has(dup):
+            _merge_entity(graph, keep, dup)
+            merged.append((keep, dup))
+    subs = [s for s in graph.nodes(NodeKind.SUBTOPIC)]
+    for fid in report.orphan_fragments:
+        if not subs or not graph.has(fid):
+            continue
+        fv = vectors_of([fid])
+        sv = vectors_of([s.id for s in subs])
+        if len(fv) and len(sv) == len(subs):
+            best = subs[int(np.argmax(sv @ fv[0]))]
+            graph.add_edge(Edge(fid, best.id, EdgeKind.BELONGS_TO, created_at=graph.get(fid).created_at))
+            attached.append(fid)
+    return RebalanceReport(graph.namespace, tuple(split), tuple(created), tuple(merged), tuple(attached))

@@ -1,0 +1,118 @@
+"""Forgetting for privacy: after forget, no trace of the text is in the graph, any index, or the persisted file."""
+
+import sqlite3
+
+import pytest
+
+from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFoundError
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.maintenance.forget import split_forgotten
+from mnemis_integrations.core.model import Message
+
+from _over_time import WEEKS
+
+SECRET = "zebra-7731"
+SECRET_ID = "m12"
+
+
+def _file_bytes(path):
+    out = b""
+    for suffix in ("", "-wal", "-journal"):
+        p = path.parent / (path.name + suffix)
+        if p.exists():
+            out += p.read_bytes()
+    return out
+
+
+def _texts_of_graph(mem, ns):
+    g = mem.graph(ns)
+    parts = []
+    for n in g.nodes():
+        parts += [n.label, n.summary, " ".join(n.keywords), " ".join(n.aliases), " ".join(n.source_ids)]
+    return " ".join(parts).lower()
+
+
+def test_forget_leaves_no_trace_in_the_file_or_any_index(tmp_path):
+    path = tmp_path / "m.db"
+    emb = HashingEmbedder()
+    with MnemisMemory(path, embedder=emb) as mem:
+        mem.add_messages(WEEKS, namespace="u1")
+        assert SECRET.encode() in _file_bytes(path)
+        assert any(SECRET in h.text for h in mem.search("vault code server room", k=10, namespace="u1"))
+        rep = mem.forget([SECRET_ID], namespace="u1")
+        assert rep.forgotten == 1 and rep.not_found == ()
+        # in memory: messages, vectors, lexical index, graph text, search results
+        st = mem._states["u1"]
+        assert SECRET_ID not in st.messages and SECRET_ID not in st.msg_vectors
+        assert st.lexical.scores("zebra 7731 vault") == {} or SECRET_ID not in st.lexical.scores("zebra 7731 vault")
+        assert "zebra" not in _texts_of_graph(mem, "u1") and SECRET_ID not in _texts_of_graph(mem, "u1")
+        assert all(SECRET not in h.text and SECRET_ID not in h.source_ids
+                   for h in mem.search("vault code zebra", k=20, namespace="u1", include_archived=True))
+        assert not any(n.label.lower().startswith("zebra") for n in mem.graph("u1").nodes())
+        # on disk: neither the database nor its WAL holds the text or its id
+        raw = _file_bytes(path)
+        assert SECRET.encode() not in raw and b"zebra" not in raw and b'"m12"' not in raw
+    with MnemisMemory(path, embedder=emb) as mem:  # reopened: the rest is intact
+        assert {m.id for m in mem.messages("u1")} == {m["id"] for m in WEEKS} - {SECRET_ID}
+        assert "zebra" not in _texts_of_graph(mem, "u1")
+        assert mem.search("refund bank callback", k=3, namespace="u1")[0].kind == "fragment"
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM messages WHERE text LIKE '%zebra%'").fetchone()[0] == 0
+
+
+def test_forget_rebuilds_summaries_that_quoted_the_text(memory):
+    memory.add_messages(WEEKS, namespace="u1")
+    assert "zebra" in _texts_of_graph(memory, "u1") or "vault" in _texts_of_graph(memory, "u1")
+    memory.forget([SECRET_ID], namespace="u1")
+    assert "zebra" not in _texts_of_graph(memory, "u1") and "vault" not in _texts_of_graph(memory, "u1")
+
+
+def test_forget_reuses_stored_vectors_without_embedding(memory, monkeypatch):
+    memory.add_messages(WEEKS, namespace="u1")
+
+    def boom(_texts):
+        raise AssertionError("forget must not embed")
+
+    monkeypatch.setattr(memory.embedder, "embed_passages", boom)
+    memory.forget([SECRET_ID], namespace="u1")
+    assert len(memory.messages("u1")) == len(WEEKS) - 1
+
+
+def test_forget_a_whole_namespace_leaves_others(tmp_path):
+    path = tmp_path / "m.db"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.add_messages(WEEKS, namespace="u1")
+        mem.add_messages([{"id": "x1", "speaker": "cy", "text": "Keep this note about tulips.", "timestamp": None}],
+                         namespace="u2")
+        rep = mem.forget(namespace="u1")
+        assert rep.namespace_deleted and rep.forgotten == len(WEEKS)
+        assert mem.namespaces() == ["u2"]
+        with pytest.raises(NamespaceNotFoundError):
+            mem.search("refund", namespace="u1")
+        raw = _file_bytes(path)
+        assert SECRET.encode() not in raw and b"refund" not in raw.lower()
+        assert b"tulips" in raw
+
+
+def test_forgetting_every_message_removes_the_namespace(memory):
+    memory.add_messages(WEEKS[:2], namespace="u1")
+    rep = memory.forget(["m1", "m2"], namespace="u1")
+    assert rep.namespace_deleted
+    assert "u1" not in memory.namespaces()
+
+
+def test_unknown_ids_are_reported_not_ignored(memory):
+    memory.add_messages(WEEKS, namespace="u1")
+    rep = memory.forget(["nope", SECRET_ID], namespace="u1")
+    assert rep.forgotten == 1 and rep.not_found == ("nope",)
+
+
+def test_forget_needs_a_target(memory):
+    with pytest.raises(InvalidQueryError):
+        memory.forget()
+
+
+def test_split_forgotten_keeps_arrival_order():
+    ms = [Message("b", "x", "two", None, 1), Message("a", "x", "one", None, 0), Message("c", "x", "three", None, 2)]
+    kept, gone, missing = split_forgotten(ms, ["b", "b", "q"])
+    assert [m.id for m in kept] == ["a", "c"] and gone == ["b"] and missing == ["q"]
