@@ -336,7 +336,7 @@ class MnemisMemory:
     # ------------------------------------------------------------------ memory over time (issue #7)
     def compact(
         self, before: datetime | str, namespace: str = "default", *, min_group: int = 2, max_messages: int = 16
-    ) -> "CompactionReport":
+    ) -> CompactionReport:
         """Merge fragments older than ``before`` into overview fragments; archive the originals.
 
         Originals move under their subtopic's archive node, leave default retrieval, and come
@@ -376,7 +376,7 @@ class MnemisMemory:
 
         return get
 
-    def health(self, namespace: str = "default", *, max_span_days: float = 14.0) -> "HealthReport":
+    def health(self, namespace: str = "default", *, max_span_days: float = 14.0) -> HealthReport:
         """Diagnose a namespace: sprawling or loosened subtopics, oversized concepts, orphan
         fragments, duplicate entities. Reads only. See :mod:`~mnemis_integrations.core.maintenance.health`."""
         from .maintenance.health import check_health
@@ -392,7 +392,7 @@ class MnemisMemory:
                 max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
             )
 
-    def rebalance(self, namespace: str = "default", *, max_span_days: float = 14.0) -> "RebalanceReport":
+    def rebalance(self, namespace: str = "default", *, max_span_days: float = 14.0) -> RebalanceReport:
         """Fix what :meth:`health` finds: sink-split flagged subtopics into 2-3 focused ones,
         merge duplicate entities, re-attach orphan fragments. Persisted like :meth:`edit`."""
         from .builder.abstract import label_from_keywords
@@ -408,7 +408,7 @@ class MnemisMemory:
                     label=lambda frags: label_from_keywords([f.keywords for f in frags], top=2),
                 )
 
-    def forget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> "ForgetReport":
+    def forget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> ForgetReport:
         """Remove messages everywhere: graph, vectors, lexical index, persisted file.
 
         Unlike archiving, nothing of the text remains: the namespace is rebuilt from the

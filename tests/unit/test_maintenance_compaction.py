@@ -3,14 +3,18 @@
 from datetime import timedelta
 
 import pytest
+from _over_time import LAST, T0, WEEKS
 
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
-from mnemis_integrations.core.maintenance.compaction import compact_graph, is_overview, plan_compaction, uncompact_graph
+from mnemis_integrations.core.maintenance.compaction import (
+    compact_graph,
+    is_overview,
+    plan_compaction,
+    uncompact_graph,
+)
 from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind, Status
-
-from _over_time import LAST, T0, WEEKS
 
 CUTOFF = LAST - timedelta(days=14)
 
@@ -134,3 +138,17 @@ def test_nothing_old_enough_means_nothing_changes(mem):
 def test_compacting_an_unknown_namespace_is_reported(mem):
     with pytest.raises(NamespaceNotFoundError):
         mem.compact(before=CUTOFF, namespace="nobody")
+
+
+def test_new_messages_never_extend_an_overview_and_uncompact_keeps_them(mem):
+    from _over_time import msg
+
+    mem.compact(before=LAST + timedelta(days=1), namespace="u1")
+    mem.add_messages([msg(14, "Noodle lunch moved to the ramen bar.", "bob", days=34, minutes=2)], namespace="u1")
+    g = mem.graph("u1")
+    holder = next(f for f in g.nodes(NodeKind.FRAGMENT) if "m14" in f.source_ids and f.status != Status.ARCHIVED)
+    assert not is_overview(holder)
+    mem.uncompact(namespace="u1")
+    g = mem.graph("u1")
+    placed = {m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids}
+    assert placed == {m.id for m in mem.messages("u1")}

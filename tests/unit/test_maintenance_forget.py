@@ -3,13 +3,12 @@
 import sqlite3
 
 import pytest
+from _over_time import WEEKS
 
 from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.maintenance.forget import split_forgotten
 from mnemis_integrations.core.model import Message
-
-from _over_time import WEEKS
 
 SECRET = "zebra-7731"
 SECRET_ID = "m12"

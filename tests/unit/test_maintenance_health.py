@@ -4,8 +4,8 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.health import check_health, plan_split, rebalance_graph
 from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
@@ -54,11 +54,11 @@ def test_loosened_subtopic_is_split_by_content():
 def test_split_never_makes_more_than_three_parts():
     t = [T + timedelta(days=d) for d in (0, 20, 40, 60, 80)]
     parts = plan_split(list("abcde"), t, np.eye(5), max_parts=3)
-    assert 2 <= len(parts) <= 3 and sorted(sum(parts, [])) == list("abcde")
+    assert 2 <= len(parts) <= 3 and sorted(x for p in parts for x in p) == list("abcde")
 
 
 def test_duplicate_entities_merge_and_orphans_are_reattached():
-    g, vec = _toy([0, 1], [[1, 0], [1, 0.1]])
+    g, _ = _toy([0, 1], [[1, 0], [1, 0.1]])
     g.add_node(Node("e:acme", NodeKind.ENTITY, "Acme", "u"))
     g.add_node(Node("e:acme corp", NodeKind.ENTITY, "Acme Corp", "u"))
     g.add_edge(Edge("f1", "e:acme corp", EdgeKind.MENTIONS))

@@ -2,20 +2,16 @@
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
+from _over_time import WEEKS
 
-from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.link import has_change_cue, pick_superseded_many
 from mnemis_integrations.core.config import MemoryConfig
-from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.decay import half_life_weight
 from mnemis_integrations.core.maintenance.supersede import status_at, supersede, visible_successors
 from mnemis_integrations.core.model import Node, NodeKind, Status
-
-import numpy as np
-
-from _over_time import WEEKS
 
 T = datetime(2025, 3, 1, tzinfo=timezone.utc)
 

@@ -108,7 +108,8 @@ class OfflineBuilder:
         """The latest fragment, if the new messages may continue it (it ends the stream and is not full)."""
         if not new or not st.messages:
             return None
-        frags = [f for f in st.graph.nodes(NodeKind.FRAGMENT) if f.status == Status.ACTIVE]
+        # A compaction overview is never continued: its messages must stay those of its originals.
+        frags = [f for f in st.graph.nodes(NodeKind.FRAGMENT) if f.status == Status.ACTIVE and "overview_of" not in f.properties]
         if not frags:
             return None
         last = max(frags, key=lambda f: (f.event_time is None, f.event_time.timestamp() if f.event_time else 0, f.id))

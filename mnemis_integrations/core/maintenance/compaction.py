@@ -25,14 +25,14 @@ from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..text import format_date
 
 __all__ = [
-    "OverviewPlan",
-    "CompactionReport",
-    "plan_compaction",
-    "compact_graph",
-    "uncompact_graph",
-    "is_overview",
-    "OVERVIEW_OF",
     "ARCHIVED_IN",
+    "OVERVIEW_OF",
+    "CompactionReport",
+    "OverviewPlan",
+    "compact_graph",
+    "is_overview",
+    "plan_compaction",
+    "uncompact_graph",
 ]
 
 OVERVIEW_OF = "overview_of"  # overview -> its originals' ids, in time order

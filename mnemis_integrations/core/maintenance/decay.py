@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-__all__ = ["half_life_weight", "age_days"]
+__all__ = ["age_days", "half_life_weight"]
 
 
 def half_life_weight(age_days: float, half_life_days: float | None) -> float:

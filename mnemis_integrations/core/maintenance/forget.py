@@ -11,15 +11,16 @@ compaction (run ``compact`` again). Message ids of what was forgotten are not ke
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ..model import Message
 from ..state import NamespaceState
 
-__all__ = ["ForgetReport", "split_forgotten", "rebuild_without"]
+__all__ = ["ForgetReport", "rebuild_without", "split_forgotten"]
 
 
 @dataclass(frozen=True)

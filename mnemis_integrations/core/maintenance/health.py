@@ -9,10 +9,10 @@ re-attaches orphans. Decisions (:func:`span_days`, :func:`cohesion`, :func:`plan
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from difflib import SequenceMatcher
-from typing import Callable
 
 import numpy as np
 
@@ -21,21 +21,25 @@ from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..text import normalise_name
 
 __all__ = [
-    "SubtopicIssue",
+    "MAX_SPAN_DAYS",
     "ConceptIssue",
     "HealthReport",
     "RebalanceReport",
-    "span_days",
-    "cohesion",
-    "plan_split",
-    "duplicate_entities",
+    "SubtopicIssue",
     "check_health",
+    "cohesion",
+    "duplicate_entities",
+    "plan_split",
     "rebalance_graph",
-    "MAX_SPAN_DAYS",
+    "span_days",
 ]
 
 # SPEC section 5: "a subtopic spanning more than about two weeks of conversation".
 MAX_SPAN_DAYS = 14.0
+
+# Words after a company name that do not make it another company.
+_LEGAL_SUFFIXES = frozenset({"inc", "inc.", "corp", "corp.", "corporation", "co", "co.", "ltd", "ltd.", "llc", "gmbh",
+                             "plc", "ag", "sa", "公司", "有限公司", "集团"})
 
 VectorsOf = Callable[[list[str]], np.ndarray]
 
@@ -188,9 +192,10 @@ def _cut(order: list[int], cuts: list[int]) -> list[list[int]]:
 def duplicate_entities(names: dict[str, str], min_ratio: float = 0.92) -> list[tuple[str, str]]:
     """(kept, duplicate) pairs of entity ids whose names are the same thing.
 
-    Names match when their normalised forms are equal, one is the other plus a trailing
-    token (``"Acme"`` / ``"Acme Corp"``), or they are near-identical (spelling slips). The
-    entity seen first (smaller id) is kept.
+    Names match when their normalised forms are equal, one is the other plus a legal-form
+    suffix (``"Acme"`` / ``"Acme Corp"``), or they are near-identical (spelling slips). Any
+    other extra word may name another thing ("AWS" / "AWS Frankfurt", "Dana" / "Dana Lee"),
+    so it is not merged. The entity seen first (smaller id) is kept.
 
     >>> duplicate_entities({"e:acme": "Acme", "e:acme corp": "Acme Corp", "e:bob": "Bob", "e:priyanka": "Priyanka",
     ...                     "e:priyankka": "Priyankka"})
@@ -209,7 +214,8 @@ def duplicate_entities(names: dict[str, str], min_ratio: float = 0.92) -> list[t
             if not na or not nb:
                 continue
             short, long_ = sorted((na, nb), key=len)
-            prefix = long_.startswith(short + " ") and len(long_.split()) == len(short.split()) + 1 and len(short) >= 3
+            rest = long_[len(short) :].strip()
+            prefix = long_.startswith(short + " ") and rest in _LEGAL_SUFFIXES
             close = min(len(na), len(nb)) >= 5 and SequenceMatcher(None, na, nb).ratio() >= min_ratio
             if na == nb or prefix or close:
                 out.append((a, b))

@@ -6,8 +6,9 @@ from datetime import datetime
 
 from ..graph import MemoryGraph
 from ..model import HIERARCHY_KINDS, Edge, EdgeKind, Node, NodeKind, Status
+from .compaction import ARCHIVED_IN, STATUS_BEFORE, is_overview
 
-__all__ = ["supersede", "status_at", "visible_successors", "visible_successors_raw"]
+__all__ = ["status_at", "supersede", "visible_successors", "visible_successors_raw"]
 
 
 def supersede(graph: MemoryGraph, *, old_id: str, new_id: str, when: datetime | None) -> None:
@@ -57,8 +58,6 @@ def status_at(graph: MemoryGraph, node: Node, as_of: datetime | None, include_ar
         >>> status_at(g, g.get("b"), t(3), False) is None
         True
     """
-    from .compaction import ARCHIVED_IN, STATUS_BEFORE, is_overview
-
     if node.kind == NodeKind.ARCHIVE:
         return Status.ARCHIVED if include_archived else None
     if node.kind not in HIERARCHY_KINDS:

@@ -1,0 +1,317 @@
+"""Structured output from any chat model: extract, repair, validate, retry (bounded).
+
+No framework's structured-output feature is relied on, so this works with any model,
+including tiny local ones that wrap JSON in prose or code fences, leave trailing commas, or
+stop mid-object when they hit their token limit.
+
+The loop for one step (:func:`ask`):
+
+1. call the model;
+2. :func:`extract_json` takes the first JSON object out of the reply, repairing trailing
+   commas, unquoted ``None``/``True``, and truncation (open strings and brackets are closed,
+   a dangling key or half value is dropped);
+3. the step's pydantic schema validates it, then the step's own ``check`` (indices in range,
+   every message covered, ...);
+4. on failure the model is asked again with its answer and the errors appended, at most
+   ``max_retries`` times; after that :func:`ask` returns ``None`` and the caller falls back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..protocols import ChatModel
+from ..tokens import count_tokens
+
+__all__ = ["JSONRepairError", "StepStats", "Usage", "ask", "extract_json"]
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class JSONRepairError(ValueError):
+    """No JSON object could be read out of a reply, even after repair."""
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
+
+
+def _scan(text: str, start: int) -> tuple[int, list[str], bool]:
+    """Walk from ``start`` (an opening bracket): (end index or -1, open-bracket stack, inside a string)."""
+    stack: list[str] = []
+    in_str = esc = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append(ch)
+        elif ch in "}]" and stack and ((ch == "}" and stack[-1] == "{") or (ch == "]" and stack[-1] == "[")):
+            stack.pop()
+            if not stack:
+                return i, [], False
+    return -1, stack, in_str
+
+
+def _fix_literals(s: str) -> str:
+    """Python literals and trailing commas outside strings."""
+    out, i, in_str, esc = [], 0, False, False
+    while i < len(s):
+        ch = s[i]
+        if in_str:
+            out.append(ch)
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            i += 1
+            continue
+        if ch == '"':
+            in_str = True
+            out.append(ch)
+            i += 1
+            continue
+        for lit, rep in _PY_LITERALS.items():
+            if s.startswith(lit, i) and not (i and (s[i - 1].isalnum() or s[i - 1] == "_")):
+                out.append(rep)
+                i += len(lit)
+                break
+        else:
+            out.append(ch)
+            i += 1
+    return _TRAILING_COMMA.sub(r"\1", "".join(out))
+
+
+def _close_truncated(s: str, stack: list[str], in_str: bool) -> str:
+    """Close a cut-off object: end an open string, drop a dangling key or half value, close brackets."""
+    if in_str:
+        s += '"'
+    s = s.rstrip()
+    # A dangling `"key":` or `"key"` inside an object, or a trailing comma, cannot stand.
+    for _ in range(3):
+        before = s
+        s = re.sub(r',\s*"[^"\\]*"\s*:?\s*$', "", s) if stack and stack[-1] == "{" else s
+        s = re.sub(r'"[^"\\]*"\s*:\s*$', "", s)
+        s = re.sub(r"[,:]\s*$", "", s)
+        s = re.sub(r"(?<![\w\"\]}])-?\d*\.?$", "", s) if s.endswith((".", "-")) else s
+        if stack and stack[-1] == "{" and re.search(r'\{\s*"[^"\\]*"\s*$', s):
+            s = re.sub(r'"[^"\\]*"\s*$', "", s)
+        if s == before:
+            break
+    return s + "".join("}" if b == "{" else "]" for b in reversed(stack))
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object (or array) in a model reply, repaired if needed.
+
+    Raises:
+        JSONRepairError: nothing that parses as JSON could be recovered.
+
+    Examples:
+        >>> extract_json('Sure! ```json\\n{"a": [1, 2,], "b": None}\\n``` Hope it helps')
+        {'a': [1, 2], 'b': None}
+        >>> extract_json('{"items": [{"i": 0, "name": "Plan B"}, {"i": 1, "na')
+        {'items': [{'i': 0, 'name': 'Plan B'}, {'i': 1}]}
+        >>> extract_json('{"summary": "Ana moved the launch to May 3')
+        {'summary': 'Ana moved the launch to May 3'}
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise JSONRepairError("the reply is empty")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    last_error = "no '{' or '[' in the reply"
+    for cand in candidates:
+        starts = [i for i in (cand.find("{"), cand.find("[")) if i >= 0]
+        if not starts:
+            continue
+        start = min(starts)
+        end, stack, in_str = _scan(cand, start)
+        raw = cand[start : end + 1] if end >= 0 else _close_truncated(cand[start:], stack, in_str)
+        for attempt in (raw, _fix_literals(raw)):
+            try:
+                return json.loads(attempt)
+            except json.JSONDecodeError as e:
+                last_error = f"invalid JSON ({e.msg} at position {e.pos})"
+        if end < 0:
+            # Truncated with something odd in the tail: cut back to the last complete item and close.
+            cut = max(raw.rfind(","), 0)
+            while cut > 0:
+                head = cand[start : start + cut]
+                _, st2, in2 = _scan(head + " ", 0)
+                try:
+                    return json.loads(_fix_literals(_close_truncated(head, st2, in2)))
+                except json.JSONDecodeError:
+                    cut = head.rfind(",")
+    raise JSONRepairError(last_error)
+
+
+# ---------------------------------------------------------------------------------- accounting
+
+
+@dataclass
+class StepStats:
+    """What one builder step cost and how it went, over one ingest."""
+
+    calls: int = 0
+    retries: int = 0
+    repaired: int = 0  # answers that needed JSON repair or a fix-up of their content
+    fallbacks: int = 0  # batches handed to the offline builder
+    llm_batches: int = 0  # batches that used the model's answer
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    errors: list[str] = field(default_factory=list)  # the last few validation errors, for diagnosis
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+
+
+class Usage:
+    """Thread-safe per-step counters for one ingest, with tiktoken (cl100k) token counts."""
+
+    def __init__(self, prompt_cost_per_1k: float = 0.0, completion_cost_per_1k: float = 0.0):
+        self.steps: dict[str, StepStats] = {}
+        self._lock = threading.Lock()
+        self.prompt_cost_per_1k = prompt_cost_per_1k
+        self.completion_cost_per_1k = completion_cost_per_1k
+
+    def step(self, name: str) -> StepStats:
+        with self._lock:
+            return self.steps.setdefault(name, StepStats())
+
+    def add(self, name: str, **counts: int) -> None:
+        with self._lock:
+            s = self.steps.setdefault(name, StepStats())
+            for k, v in counts.items():
+                setattr(s, k, getattr(s, k) + v)
+
+    def error(self, name: str, message: str) -> None:
+        with self._lock:
+            errs = self.steps.setdefault(name, StepStats()).errors
+            errs.append(message[:300])
+            del errs[:-5]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps.values())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for s in self.steps.values())
+
+    @property
+    def cost(self) -> float:
+        return (self.prompt_tokens * self.prompt_cost_per_1k + self.completion_tokens * self.completion_cost_per_1k) / 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "steps": {k: v.to_dict() for k, v in sorted(self.steps.items())},
+        }
+
+
+# ---------------------------------------------------------------------------------- the loop
+
+
+@dataclass
+class Answer(Generic[T]):
+    value: T
+    repaired: bool
+
+
+def _errors_of(exc: ValidationError) -> list[str]:
+    out = []
+    for e in exc.errors()[:8]:
+        where = ".".join(str(p) for p in e.get("loc", ())) or "(top level)"
+        out.append(f"{where}: {e.get('msg', 'invalid')}")
+    return out
+
+
+def ask(
+    chat: ChatModel,
+    step: str,
+    messages: list[dict[str, str]],
+    schema: type[T],
+    usage: Usage,
+    *,
+    max_retries: int,
+    check: Callable[[T], tuple[T, list[str], bool]] | None = None,
+) -> T | None:
+    """Ask ``chat`` for an answer matching ``schema``; ``None`` when every try failed.
+
+    Args:
+        chat: the model.
+        step: the step's name, for ``usage``.
+        messages: the prompt.
+        schema: the pydantic response schema.
+        usage: counters to add to.
+        max_retries: extra tries after the first (so at most ``1 + max_retries`` calls).
+        check: the step's own validation: returns (possibly fixed answer, errors, was_fixed).
+            Errors make the answer count as invalid.
+
+    A model that raises (a timeout, a refused request) counts as an invalid answer: the step
+    retries, then falls back; no exception escapes, so no message is lost to a model fault.
+    """
+    convo = list(messages)
+    for attempt in range(1 + max(0, max_retries)):
+        if attempt:
+            usage.add(step, retries=1)
+        usage.add(step, calls=1, prompt_tokens=sum(count_tokens(m["content"]) for m in convo))
+        try:
+            reply = chat.complete(convo)
+        except Exception as e:  # noqa: BLE001 - any model failure means: try again, then fall back
+            usage.error(step, f"model call failed: {type(e).__name__}: {e}")
+            continue
+        reply = reply if isinstance(reply, str) else str(reply)
+        usage.add(step, completion_tokens=count_tokens(reply))
+        errors: list[str]
+        fixed = False
+        try:
+            data = extract_json(reply)
+            try:
+                strict = json.loads(reply.strip())
+                fixed = strict != data
+            except (json.JSONDecodeError, ValueError):
+                fixed = True
+            value = schema.model_validate(data)
+            errors = []
+            if check is not None:
+                value, errors, was_fixed = check(value)
+                fixed = fixed or was_fixed
+        except JSONRepairError as e:
+            errors = [str(e)]
+        except ValidationError as e:
+            errors = _errors_of(e)
+        if not errors:
+            if fixed:
+                usage.add(step, repaired=1)
+            return value
+        usage.error(step, "; ".join(errors))
+        convo = list(messages) + [
+            {"role": "assistant", "content": reply[:4000]},
+            {
+                "role": "user",
+                "content": "That answer was not valid:\n- "
+                + "\n- ".join(errors)
+                + "\nReply again with only the corrected JSON object, nothing else.",
+            },
+        ]
+    return None

