@@ -24,7 +24,7 @@ from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_fr
 from .entities import EntityMention, extract_entities
 from .link import has_change_cue, pick_references, pick_superseded_many, relation_label
 from .segment import segment
-from .summarise import fragment_label, keywords_for, summary_line
+from .summarise import fragment_label, headline, keywords_for, summary_line
 
 __all__ = ["OfflineBuilder", "BuildReport"]
 
@@ -165,6 +165,7 @@ class OfflineBuilder:
             g.add_edge(Edge(frag.id, eid, EdgeKind.MENTIONS, created_at=frag.event_time))
         mentioned = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
         frag.summary = summary_line(all_msgs, mentioned, frag.keywords)
+        frag.properties["headline"] = headline(frag.summary, self.cfg.headline_terms)
         frag.label = fragment_label(frag.keywords, frag.created_at)
         st.refresh_vectors([frag.id])
         rep.touched.add(frag.id)

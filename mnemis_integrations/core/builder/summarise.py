@@ -16,7 +16,7 @@ from datetime import datetime
 from ..model import Message
 from ..text import content_words, format_date
 
-__all__ = ["keywords_for", "summary_line", "fragment_label"]
+__all__ = ["keywords_for", "summary_line", "headline", "fragment_label"]
 
 _NUMBER = re.compile(r"\b\d[\d,.:/%-]*\b")
 
@@ -57,6 +57,19 @@ def summary_line(messages: list[Message], entities: list[str], keywords: list[st
     who = " & ".join(speakers[:3])
     what = ", ".join(about[:5] + numbers)
     return f"{who} on {what}" if what else f"{who} talked"
+
+
+def headline(summary: str, items: int) -> str:
+    """The summary's topic part cut to ``items`` terms: the line a reader sees above the raw messages.
+
+    The raw messages follow it with every name and number, so the headline only has to say what the
+    fragment is about; each extra term costs context tokens on every hit.
+
+    >>> headline("Ana & Li on Nordwind Foods, Team, on-prem, 40", 3)
+    'Nordwind Foods, Team, on-prem'
+    """
+    _, _, what = summary.partition(" on ")
+    return ", ".join([t.strip() for t in what.split(",") if t.strip()][:items])
 
 
 def fragment_label(keywords: list[str], when: datetime | None) -> str:

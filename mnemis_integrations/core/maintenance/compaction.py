@@ -83,7 +83,9 @@ def plan_compaction(
     merged again.
 
     ``max_messages`` bounds what an overview hit costs a reader: it shows its raw messages, and
-    12 (about 400 tokens) still leaves room for several hits in a 2,048-token context.
+    16 (about 500 tokens) still leaves room for several hits in a 2,048-token context. On the
+    scenario suite 16 cut active nodes by 47% with current-state-first intact; 12 cut 43% but
+    split one pricing timeline across two overviews.
 
     Examples:
         >>> from datetime import datetime, timezone

@@ -19,7 +19,9 @@ def render(st: NamespaceState, node: Node, path: list[str]) -> tuple[str, tuple[
     if node.kind == NodeKind.FRAGMENT:
         msgs = st.fragment_messages(node.id)
         when = format_date(msgs[0].timestamp) if msgs and msgs[0].timestamp else ""
-        head = f"[{when}] {node.summary}" if when else node.summary
+        # An offline fragment shows its short headline; a model-written summary is shown whole.
+        line = node.properties.get("headline", node.summary)
+        head = f"[{when}] {line}".strip() if when else line
         lines = [head] + [f"{m.speaker}: {m.text}" for m in msgs]
         return "\n".join(lines), tuple(m.id for m in msgs)
     if node.kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE):
