@@ -11,6 +11,19 @@ import numpy as np
 __all__ = ["VectorIndex"]
 
 
+_THREADS_SET = False
+
+
+def _single_threaded_faiss() -> None:
+    """Flat search over one memory's vectors (thousands) is fastest on one thread: OpenMP's
+    spin-waiting threads cost more than they save there, and stall badly when cores are busy.
+    Done on first use, never at import."""
+    global _THREADS_SET
+    if not _THREADS_SET:
+        faiss.omp_set_num_threads(1)
+        _THREADS_SET = True
+
+
 class VectorIndex:
     """faiss ``IndexIDMap2(IndexFlatIP)`` keyed by string ids.
 
@@ -18,6 +31,7 @@ class VectorIndex:
     """
 
     def __init__(self, dim: int):
+        _single_threaded_faiss()
         self.dim = dim
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._ids: dict[str, int] = {}
