@@ -30,7 +30,7 @@ class BuildConfig(_Frozen):
 
     max_segment_messages: int = Field(6, ge=1, description="A segment never grows past this many messages.")
     max_segment_tokens: int | None = Field(
-        160,
+        140,
         ge=1,
         description="A segment is also closed once its messages hold this many cl100k tokens, so fragments "
         "stay small enough for a reader's context budget whatever the message length; None: no cap.",
@@ -78,7 +78,7 @@ class SemanticConfig(_Frozen):
         "that embeddings blur still count.",
     )
     message_weight: float = Field(
-        0.9,
+        0.75,
         ge=0,
         le=1,
         description="A fragment's similarity mixes its best single message (this share) with its centroid.",

@@ -14,7 +14,7 @@ from .graph import MemoryGraph
 from .indexes.entities import EntityIndex
 from .indexes.lexical import LexicalIndex
 from .indexes.vector import VectorIndex
-from .model import EdgeKind, Message, NodeKind
+from .model import EdgeKind, Message, Node, NodeKind
 from .text import content_words
 
 __all__ = ["NamespaceState"]
@@ -33,6 +33,7 @@ class NamespaceState:
     df: Counter = field(default_factory=Counter)  # token -> number of fragments holding it
     msg_fragment: dict[str, str] = field(default_factory=dict)
     version: int = 0  # bumped on every write; caches key on it
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # retrieval.cache.memo: per-version values
 
     def __post_init__(self):
         if self.msg_vectors is None:
@@ -97,4 +98,21 @@ class NamespaceState:
         return [self.messages[m] for m in node.source_ids if m in self.messages]
 
     def entity_fragment_counts(self) -> dict[str, int]:
-        return {e.id: len(self.graph.in_edges(e.id, EdgeKind.MENTIONS)) for e in self.graph.nodes(NodeKind.ENTITY)}
+        """Entity id -> number of ``mentions`` edges into it (read straight off the adjacency)."""
+        g, key = self.graph.g, EdgeKind.MENTIONS.value
+        return {
+            e.id: sum(1 for keyed in g._pred[e.id].values() if key in keyed)
+            for e in self.graph.nodes(NodeKind.ENTITY)
+        }
+
+    def node(self, node_id: str) -> Node:
+        """``graph.get(node_id)`` without the networkx view (hot loops of retrieval); KeyError if absent."""
+        return self.graph.g._node[node_id]["node"]
+
+    def parent_id(self, node_id: str) -> str | None:
+        """``graph.parent(node_id).id`` (the first ``belongs_to`` target), without building Edge lists."""
+        key = EdgeKind.BELONGS_TO.value
+        for dst, keyed in self.graph.g._succ[node_id].items():
+            if key in keyed:
+                return dst
+        return None

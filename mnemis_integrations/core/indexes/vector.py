@@ -8,6 +8,8 @@ from typing import Sequence
 import faiss
 import numpy as np
 
+from .ann import ANN_MIN_VECTORS, IVFIndex
+
 __all__ = ["VectorIndex"]
 
 
@@ -37,6 +39,9 @@ class VectorIndex:
         self._ids: dict[str, int] = {}
         self._keys: dict[int, str] = {}
         self._next = 0
+        self._ann: IVFIndex | None = None  # coarse sidecar, built on first top() call at ANN_MIN_VECTORS
+        self._pos: np.ndarray | None = None  # faiss id -> row of the flat storage; rebuilt after a write
+        self.ann_min = ANN_MIN_VECTORS
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -57,6 +62,9 @@ class VectorIndex:
             self._ids[k] = int(i)
             self._keys[int(i)] = k
         self._index.add_with_ids(vectors, ids)
+        self._pos = None
+        if self._ann is not None:
+            self._ann.add(vectors, ids)
 
     def remove(self, keys: Sequence[str]) -> None:
         ids = [self._ids.pop(k) for k in keys if k in self._ids]
@@ -64,6 +72,9 @@ class VectorIndex:
             self._keys.pop(i, None)
         if ids:
             self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+            self._pos = None
+            if self._ann is not None:
+                self._ann.remove(np.asarray(ids, dtype=np.int64))
 
     def get(self, key: str) -> np.ndarray:
         return self._index.reconstruct(self._ids[key])
@@ -82,6 +93,59 @@ class VectorIndex:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
         scores, ids = self._index.search(q, n)
         return {self._keys[int(i)]: float(s) for s, i in zip(scores[0], ids[0]) if i >= 0}
+
+    # ----- the funnel's coarse stage (SPEC §6) -----
+    @property
+    def approximate(self) -> bool:
+        """Whether :meth:`top` answers from the ANN sidecar (the index holds ``ann_min`` keys or more)."""
+        return len(self._ids) >= self.ann_min
+
+    def build_ann(self) -> None:
+        """(Re)build the ANN sidecar from the flat index now, e.g. right after a bulk load."""
+        ids = np.fromiter(self._keys, dtype=np.int64, count=len(self._keys))
+        vecs = self._rows(ids) if len(ids) else np.zeros((0, self.dim), np.float32)
+        self._ann = IVFIndex(self.dim, vecs, ids)
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """Stored vectors of faiss ids, copied straight from the flat storage (no per-id reconstruct)."""
+        if self._pos is None:
+            id_map = faiss.vector_to_array(self._index.id_map)
+            pos = np.full(self._next, -1, np.int64)
+            pos[id_map] = np.arange(len(id_map))
+            self._pos = pos
+        flat = faiss.downcast_index(self._index.index)
+        xb = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * self.dim).reshape(flat.ntotal, self.dim)
+        return xb[self._pos[ids]]
+
+    def _dot(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+        # einsum, not BLAS: a threaded gemv stalls for milliseconds when the cores are busy.
+        return np.einsum("ij,j->i", self._rows(ids), np.asarray(query, np.float32).reshape(self.dim))
+
+    def top(self, query: np.ndarray, n: int) -> dict[str, float]:
+        """About the ``n`` nearest keys with their exact cosines.
+
+        Exact (flat) below ``ann_min`` keys; above, the IVF sidecar proposes the keys and the
+        flat index re-scores them, so a score is never approximate, only the recall is.
+        """
+        total = len(self._ids)
+        if total == 0 or n <= 0:
+            return {}
+        if not self.approximate:
+            return self.search(query, n)
+        if self._ann is None or self._ann.stale():
+            self.build_ann()
+        _, ids = self._ann.search(query, min(n, total))
+        if len(ids) == 0:
+            return {}
+        sims = self._dot(ids, query)
+        return {self._keys[int(i)]: float(s) for i, s in zip(ids, sims)}
+
+    def similarities(self, query: np.ndarray, keys: Sequence[str]) -> np.ndarray:
+        """Exact cosines of ``query`` with the given keys (all present), in their order."""
+        if not keys:
+            return np.zeros(0, np.float32)
+        ids = np.fromiter((self._ids[k] for k in keys), dtype=np.int64, count=len(keys))
+        return self._dot(ids, query)
 
     def keys(self) -> list[str]:
         return list(self._ids)

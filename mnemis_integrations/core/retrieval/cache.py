@@ -1,13 +1,42 @@
-"""Hierarchy-path LRU cache: consecutive queries in one conversation stay on one topic,
-so the same paths are asked for again and again. Keyed by the namespace's write version."""
+"""Retrieval caches.
+
+- :class:`PathCache`: hierarchy-path LRU cache. Consecutive queries in one conversation stay on
+  one topic, so the same paths are asked for again and again. Keyed by the namespace's write version.
+- :func:`memo`: one value per namespace state, recomputed after any write (the version and the
+  node count are both checked), for per-query work that only depends on the graph: the visible
+  node set, entity document frequencies, fuzzy-match tables. Used above ``FUNNEL_MIN_NODES``.
+"""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 from ..state import NamespaceState
 
-__all__ = ["PathCache"]
+__all__ = ["FUNNEL_MIN_NODES", "PathCache", "is_large", "memo"]
+
+T = TypeVar("T")
+
+# At or above this many graph nodes, search runs the two-stage funnel (SPEC §6) and memoises
+# graph-wide tables per write version; below it, every query computes everything exactly as before.
+FUNNEL_MIN_NODES = 5_000
+
+
+def is_large(st: NamespaceState) -> bool:
+    return len(st.graph) >= FUNNEL_MIN_NODES
+
+
+def memo(st: NamespaceState, name: str, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()`` once per (write version, node count, ``key``) of ``st``; the last value per ``name`` is kept."""
+    stamp = (st.version, len(st.graph), key)
+    slot = st.memo.get(name)
+    if slot is not None and slot[0] == stamp:
+        return slot[1]
+    value = compute()
+    st.memo[name] = (stamp, value)
+    return value
 
 
 class PathCache:

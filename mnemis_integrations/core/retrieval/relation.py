@@ -3,15 +3,21 @@ bounded traversal over high-value edge kinds, scored by hit count and distance d
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
 
-from ..config import RelationConfig
 from ...errors import ConfigError
-from ..model import NodeKind
+from ..config import RelationConfig
+from ..model import EdgeKind, NodeKind
 from ..state import NamespaceState
+from ..text import has_cjk, normalise_name
+from .cache import is_large, memo
 
 __all__ = ["RelationResult", "relation_path", "decay", "DECAYS"]
 
@@ -63,12 +69,98 @@ def _fade(st: NamespaceState, cfg: RelationConfig):
     return lambda nid: half_life_weight(age_days(st.graph.get(nid).event_time, newest), cfg.decay_half_life_days)
 
 
+def bfs_layers(g: nx.MultiDiGraph, source: str, kinds: Iterable[EdgeKind | str], max_depth: int) -> Iterator[list[str]]:
+    """Breadth-first layers from ``source`` over edges of the given kinds, both directions,
+    up to ``max_depth``: the layers ``nx.bfs_layers(MemoryGraph.edge_view(kinds), [source])``
+    gives, without building a filtered view (which re-filters every edge on every step).
+
+    >>> from mnemis_integrations.core.graph import MemoryGraph
+    >>> from mnemis_integrations.core.model import Edge, Node
+    >>> m = MemoryGraph("u")
+    >>> for i in "abcd": m.add_node(Node(i, NodeKind.FRAGMENT, i, "u"))
+    >>> m.add_edge(Edge("a", "b", EdgeKind.MENTIONS)); m.add_edge(Edge("c", "b", EdgeKind.BELONGS_TO))
+    >>> m.add_edge(Edge("c", "d", EdgeKind.CONTRADICTS))
+    >>> list(bfs_layers(m.g, "a", [EdgeKind.MENTIONS, EdgeKind.BELONGS_TO], 5))
+    [['a'], ['b'], ['c']]
+    """
+    wanted = {k.value if isinstance(k, EdgeKind) else str(k) for k in kinds}
+    succ, pred = g._succ, g._pred  # adjacency dicts: node -> neighbour -> {edge key: data}
+    seen = {source}
+    layer = [source]
+    depth = 0
+    while layer:
+        yield layer
+        if depth >= max_depth:
+            return
+        nxt = []
+        for u in layer:
+            for adj in (succ[u], pred[u]):
+                for v, keyed in adj.items():
+                    if v not in seen and any(key.split(":", 1)[0] in wanted for key in keyed):
+                        seen.add(v)
+                        nxt.append(v)
+        layer = nxt
+        depth += 1
+
+
+def _fuzzy_table(st: NamespaceState):
+    """Single-word entity keys eligible for fuzzy matching, with per-key character counts."""
+    singles = [k for k in st.entities.keys() if " " not in k and len(k) >= 4 and not has_cjk(k)]
+    alphabet = {c: i for i, c in enumerate(sorted({c for k in singles for c in k}))}
+    counts = np.zeros((len(singles), max(1, len(alphabet))), np.int32)
+    for r, k in enumerate(singles):
+        for c in k:
+            counts[r, alphabet[c]] += 1
+    lengths = np.fromiter((len(k) for k in singles), np.float64, count=len(singles))
+    return singles, alphabet, counts, lengths
+
+
+_QWORD = re.compile(r"[\w'’\-]+", re.UNICODE)
+
+
+def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) -> dict[str, float]:
+    """``EntityIndex.find_in`` with the same answer, for namespaces with many entities.
+
+    difflib's ``get_close_matches`` only accepts a key whose ``quick_ratio`` (multiset character
+    overlap) reaches the cutoff; that bound is computed here for every key at once in numpy,
+    and difflib then runs on the few keys that pass.
+    """
+    idx = st.entities
+    if fuzzy_min_ratio >= 1.0 or not len(idx):
+        return idx.find_in(query, fuzzy_min_ratio)
+    found = idx.find_in(query, 1.0)  # exact n-grams and CJK substrings
+    singles, alphabet, counts, lengths = memo(st, "entity_fuzzy", None, lambda: _fuzzy_table(st))
+    words = [w for w in (normalise_name(w) for w in _QWORD.findall(query)) if w]
+    for w in words:
+        if len(w) < 4 or idx.get(w) is not None or not singles:
+            continue
+        wc = np.zeros(counts.shape[1], np.int32)
+        for c in w:
+            if c in alphabet:
+                wc[alphabet[c]] += 1
+        bound = 2.0 * np.minimum(counts, wc).sum(axis=1) / (lengths + len(w))
+        pool = [singles[i] for i in np.nonzero(bound >= fuzzy_min_ratio)[0]]
+        for k in difflib.get_close_matches(w, pool, n=1, cutoff=fuzzy_min_ratio):
+            nid = idx.get(k)
+            ratio = round(difflib.SequenceMatcher(None, w, k).ratio(), 3)
+            found[nid] = max(found.get(nid, 0.0), ratio)
+    return found
+
+
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:
-    found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
+    large = is_large(st)
+    if large:
+        found = find_entities_large(st, query, cfg.fuzzy_min_ratio)
+    else:
+        found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
     if not found:
         return RelationResult({}, {}, {}, 0)
-    counts = st.entity_fragment_counts()
-    n_frag = max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
+    if large:
+        counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
+        n_frag = memo(st, "n_fragments", None, lambda: max(1, len(st.graph.nodes(NodeKind.FRAGMENT))))
+    else:
+        counts = st.entity_fragment_counts()
+        n_frag = max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
     seeds: dict[str, float] = {}
     common = []
     for eid, quality in found.items():
@@ -80,14 +172,13 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
         seeds[eid] = quality * math.log(1 + n_frag / df) / math.log(1 + n_frag)
     if not seeds:
         return RelationResult({}, {}, {}, len(found), tuple(common))
-    view = st.graph.edge_view(cfg.edge_kinds)
     f = decay(cfg.decay)
     scores: dict[str, float] = {}
     dist: dict[str, int] = {}
     hierarchy = (NodeKind.FRAGMENT, NodeKind.SUBTOPIC, NodeKind.CONCEPT)
     fade = _fade(st, cfg)  # optional forgetting curve (issue #7); 1.0 for every node when off
     for eid, w in seeds.items():
-        for d, layer in enumerate(nx.bfs_layers(view, [eid])):
+        for d, layer in enumerate(bfs_layers(st.graph.g, eid, cfg.edge_kinds, cfg.max_hops)):
             if d > cfg.max_hops:
                 break
             if d == 0:

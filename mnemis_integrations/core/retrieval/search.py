@@ -12,7 +12,7 @@ from ..embedders import EmbedderProfile
 from ..maintenance.supersede import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
-from .cache import PathCache
+from .cache import PathCache, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
 from .relation import relation_path
 from .render import render
@@ -38,7 +38,7 @@ def _visible(st: NamespaceState, as_of: datetime | None, include_archived: bool)
 
 
 def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
-    times = {i: st.graph.get(i).event_time for i in ids}
+    times = {i: st.node(i).event_time for i in ids}
     known = sorted({t for t in times.values() if t is not None})
     if len(known) < 2:
         return {i: 0.0 for i in ids}
@@ -58,12 +58,15 @@ def dual_path_search(
     include_archived: bool = False,
     cache: PathCache | None = None,
 ) -> list[MemoryHit]:
-    allowed, status = _visible(st, as_of, include_archived)
+    if is_large(st):  # the visible set only changes with a write: computed once per version
+        allowed, status = memo(st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived))
+    else:
+        allowed, status = _visible(st, as_of, include_archived)
     if not allowed:
         return []
     threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
     rel = relation_path(st, query, config.relation, allowed)
-    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common)
+    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores)
 
     norm = normaliser(config.fusion.normaliser)
     sem_n = norm(sem.scores)
@@ -81,11 +84,11 @@ def dual_path_search(
         w = config.fusion.recency_weight
         fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
     for nid in fused:
-        if st.graph.get(nid).kind != NodeKind.FRAGMENT:
+        if st.node(nid).kind != NodeKind.FRAGMENT:
             fused[nid] *= config.fusion.parent_weight
 
     ranked = sorted(fused, key=lambda i: (-fused[i], i))
-    sources = {i: frozenset(st.graph.get(i).source_ids) if st.graph.get(i).kind == NodeKind.FRAGMENT else frozenset()
+    sources = {i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
                for i in ranked}
     if config.fusion.collapse_overlap:
         ranked = collapse_overlaps(ranked, sources)
@@ -115,7 +118,7 @@ def dual_path_search(
     hits: list[MemoryHit] = []
     prev_score = None
     for nid in ranked:
-        node = st.graph.get(nid)
+        node = st.node(nid)
         via = []
         if nid in sem.scores and nid not in sem.expanded:
             via.append(Via.SEMANTIC)

@@ -3,7 +3,9 @@ above the embedder's threshold, then expand along the hierarchy."""
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,6 +13,7 @@ import numpy as np
 from ..config import SemanticConfig
 from ..model import NodeKind
 from ..state import NamespaceState
+from .cache import is_large, memo
 
 __all__ = ["SemanticResult", "semantic_path", "fragment_similarity_reference"]
 
@@ -53,6 +56,14 @@ def _rrf(dense: np.ndarray, lexical: np.ndarray, is_fragment: np.ndarray, lw: fl
     return _minmax(fused)
 
 
+# The funnel's coarse stage (SPEC §6): how many nodes, messages and BM25-matched messages it
+# proposes before exact scoring. Used only at or above cache.FUNNEL_MIN_NODES graph nodes.
+FUNNEL_NODES = 128
+FUNNEL_MESSAGES = 256
+FUNNEL_LEXICAL = 64
+FUNNEL_FLOOR_SAMPLE = 128
+
+
 def semantic_path(
     st: NamespaceState,
     qvec: np.ndarray,
@@ -61,6 +72,7 @@ def semantic_path(
     threshold: float,
     allowed: set[str],
     lexical_skip: tuple[str, ...] = (),
+    extra: Iterable[str] = (),
 ) -> SemanticResult:
     """Score ``allowed`` hierarchy nodes against the query.
 
@@ -69,24 +81,87 @@ def semantic_path(
     Subtopics and concepts: their centroid. Everything on one [0, 1] scale.
     Names in ``lexical_skip`` (entities found in most fragments, such as the speakers)
     are left out of the BM25 query: they match nearly every message and steer nothing.
+
+    On a large graph (``cache.FUNNEL_MIN_NODES``) this is the funnel's second stage: only
+    the coarse candidates (nearest nodes and messages, ANN above ``ann.ANN_MIN_VECTORS``,
+    the best BM25 messages, ``extra`` such as the relation path's hits, and their parents)
+    are scored, exactly; min-max normalisation then runs over those candidates.
     """
     lex_query = query
     for name in lexical_skip:
         lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
-    node_sims = st.node_vectors.search(qvec)
-    msg_sims = st.msg_vectors.search(qvec)
+    lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
+    lex_max = max(lex.values(), default=0.0)
+    if is_large(st):
+        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, extra)
+    else:
+        node_sims = st.node_vectors.search(qvec)
+        msg_sims = st.msg_vectors.search(qvec)
+        ids_iter = allowed
     if cfg.speaker_boost > 0 and lexical_skip and msg_sims:
         named = {n.lower() for n in lexical_skip}
         bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
         msg_sims = {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
-    lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
-    lex_max = max(lex.values(), default=0.0)
+    return _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
 
+
+def _sample(allowed: set[str], n: int) -> list[str]:
+    ids = list(allowed)
+    pick = np.random.default_rng(0).choice(len(ids), size=min(n, len(ids)), replace=False)
+    return [ids[i] for i in pick]
+
+
+def _coarse(
+    st: NamespaceState, qvec: np.ndarray, allowed: set[str], lex: dict[str, float], extra: Iterable[str]
+) -> tuple[list[str], dict[str, float], dict[str, float]]:
+    """Stage one of the funnel: candidate node ids, with exact node and message cosines for them."""
+    cand = dict.fromkeys(st.node_vectors.top(qvec, FUNNEL_NODES))
+    for m in st.msg_vectors.top(qvec, FUNNEL_MESSAGES):
+        f = st.msg_fragment.get(m)
+        if f is not None:
+            cand[f] = None
+    for m in heapq.nlargest(FUNNEL_LEXICAL, lex, key=lex.__getitem__):
+        f = st.msg_fragment.get(m)
+        if f is not None:
+            cand[f] = None
+    for nid in extra:
+        cand[nid] = None
+    # A fixed random sample of the visible nodes: it puts the floor of the min-max normalisation
+    # close to the full scan's minimum, so normalised scores (and their fusion) stay comparable.
+    for nid in memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE)):
+        cand[nid] = None
+    ids = [i for i in cand if i in allowed and i in st.node_vectors]
+    parents = []
+    for i in ids:  # topic smoothing needs each fragment's subtopic score
+        if st.node(i).kind == NodeKind.FRAGMENT:
+            p = st.parent_id(i)
+            if p is not None and p not in cand and p in allowed and p in st.node_vectors:
+                cand[p] = None
+                parents.append(p)
+    ids += parents
+    node_sims = dict(zip(ids, st.node_vectors.similarities(qvec, ids).tolist()))
+    msgs = [m for i in ids if st.node(i).kind == NodeKind.FRAGMENT for m in st.node(i).source_ids if m in st.msg_vectors]
+    msgs = list(dict.fromkeys(msgs))
+    msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist()))
+    return ids, node_sims, msg_sims
+
+
+def _score(
+    st: NamespaceState,
+    ids_iter: Iterable[str],
+    node_sims: dict[str, float],
+    msg_sims: dict[str, float],
+    lex: dict[str, float],
+    lex_max: float,
+    cfg: SemanticConfig,
+    threshold: float,
+    allowed: set[str],
+) -> SemanticResult:
     ids, dense, lexical = [], [], []
-    for nid in allowed:
+    for nid in ids_iter:
         if nid not in node_sims:
             continue
-        node = st.graph.get(nid)
+        node = st.node(nid)
         if node.kind == NodeKind.FRAGMENT:
             best_msg = max((msg_sims.get(m, -1.0) for m in node.source_ids), default=-1.0)
             if best_msg < -0.5:
@@ -103,7 +178,7 @@ def semantic_path(
         return SemanticResult({}, {}, {})
     dense_a = np.asarray(dense, np.float64)
     lex_a = np.asarray(lexical, np.float64)
-    kinds = np.asarray([st.graph.get(i).kind == NodeKind.FRAGMENT for i in ids])
+    kinds = np.asarray([st.node(i).kind == NodeKind.FRAGMENT for i in ids])
     norm = _minmax(dense_a)
     lw = cfg.lexical_weight
     if cfg.combine == "rrf":
@@ -114,7 +189,7 @@ def semantic_path(
         pos = {i: n for n, i in enumerate(ids)}
         parent_norm = np.array(
             [
-                norm[pos[p.id]] if kinds[n] and (p := st.graph.parent(i)) is not None and p.id in pos else score[n]
+                norm[pos[p]] if kinds[n] and (p := st.parent_id(i)) is not None and p in pos else score[n]
                 for n, i in enumerate(ids)
             ]
         )
