@@ -113,7 +113,7 @@ def run_crash_cycles(db: str, cycles: int, *, seed: int = 0, size: int = 20, max
     next_batch = 0
     attempted_max = -1
     figures = {"cycles": 0, "acked_batches": 0, "lost": 0, "stored": 0}
-    for _ in range(cycles):
+    for cycle in range(cycles):
         proc = subprocess.Popen(
             [sys.executable, here, db, namespace, str(next_batch), str(size), "0", str(seed)],
             stdout=subprocess.PIPE,
@@ -123,10 +123,15 @@ def run_crash_cycles(db: str, cycles: int, *, seed: int = 0, size: int = 20, max
         try:
             first = proc.stdout.readline()
             assert first.strip() == "ready", f"worker failed to start: {first!r} {proc.stderr.read()[-2000:]}"
+            early = ""
+            if cycle % 2:
+                # Every other cycle waits for one acknowledged batch first, so a loaded machine (where
+                # random delays may all fall before the first commit) still exercises acked data.
+                early = proc.stdout.readline()
             time.sleep(rng.uniform(0.0, max_delay_s))
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
-            out = proc.stdout.read()
+            out = early + proc.stdout.read()
             err = proc.stderr.read()
         finally:
             if proc.poll() is None:
