@@ -147,7 +147,13 @@ class FusionConfig(_Frozen):
         "'relation_favoured': the same alpha weights the relation path; 'fixed': fixed_alpha.",
     )
     fixed_alpha: float = Field(0.5, ge=0, le=1)
-    recency_weight: float = Field(0.1, ge=0, le=1, description="In fallback, how much recency may lift a node.")
+    recency_weight: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="In fallback, how much recency may lift a node; scaled down by each specific term of the "
+        "query (see retrieval.search._vagueness).",
+    )
     min_results: int = Field(5, ge=0, description="Top up to at least this many results when memory holds them.")
     candidate_factor: int = Field(4, ge=1, description="Over-fetch this many times k before fusion.")
     collapse_overlap: bool = Field(True, description="Drop a hit whose messages are all shown by a better hit.")

@@ -12,6 +12,7 @@ from ..embedders import EmbedderProfile
 from ..maintenance.supersede import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
+from ..text import content_words
 from .cache import PathCache, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
 from .relation import relation_path
@@ -35,6 +36,18 @@ def _visible(st: NamespaceState, as_of: datetime | None, include_archived: bool)
             allowed.add(n.id)
             status[n.id] = s
     return allowed, status
+
+
+def _vagueness(st: NamespaceState, query: str) -> float:
+    """1 for a query with no specific term ("how did that thing end up?"), 1/(1+n) with n specific terms.
+
+    A term is specific when at most a tenth of the fragments hold it: such a query names what it wants,
+    so recency should not reorder its answers (on LoCoMo dev a flat recency weight cost 2 points of
+    multi-hop recall); a vague query gets the full recency preference.
+    """
+    n_frag = max(1, sum(1 for n in st.graph.nodes(NodeKind.FRAGMENT)))
+    specific = {t for t in content_words(query) if 0 < st.df.get(t, 0) <= max(1, n_frag // 10)}
+    return 1.0 / (1 + len(specific))
 
 
 def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
@@ -81,7 +94,7 @@ def dual_path_search(
     if fallback and config.fusion.recency_weight > 0:
         # Prefer the most recent nodes, so a stale fact is never presented as the current state.
         rec = _recency(st, list(fused))
-        w = config.fusion.recency_weight
+        w = config.fusion.recency_weight * _vagueness(st, query)
         fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
     for nid in fused:
         if st.node(nid).kind != NodeKind.FRAGMENT:
