@@ -41,22 +41,13 @@ from mnemis_integrations.core.evaluation.scenarios import (
     load_scenarios,
 )
 from mnemis_integrations.core.model import NodeKind, Status
-from mnemis_integrations.core.tokens import count_tokens
 
 BUDGET = 2048
 _HIER = (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
 
 
 def _counter():
-    seen: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        n = seen.get(text)
-        if n is None:
-            n = seen[text] = count_tokens(text)
-        return n
-
-    return count
+    return metrics.cached_counter()
 
 
 COUNT = _counter()

@@ -46,7 +46,7 @@ from .abstract import Placement, ReviewHook, accept_all
 from .entities import EntityMention, extract_entities
 from .llm_checks import check_entities, check_placements, check_segments, check_summaries, check_updates
 from .llm_structured import Usage, ask
-from .pipeline import BuildReport, OfflineBuilder, _ts_key
+from .pipeline import BuildReport, OfflineBuilder
 from .segment import segment
 from .summarise import fragment_label
 
@@ -151,13 +151,7 @@ class LLMBuilder(OfflineBuilder):
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> LLMBuildReport:
         self._usage = Usage(self.llm.prompt_cost_per_1k, self.llm.completion_cost_per_1k)
         rep = LLMBuildReport()
-        order = sorted(range(len(new)), key=lambda i: _ts_key(new[i]))
-        new = [new[i] for i in order]
-        vectors = vectors[order] if len(order) else vectors
-        for m in new:
-            st.messages[m.id] = m
-        st.msg_vectors.upsert([m.id for m in new], vectors)
-        st.lexical.add([m.id for m in new], [m.text for m in new])
+        new, vectors = self._accept_messages(st, new, vectors)
 
         tail_frag = self._open_tail(st, new)
         tail_msgs = st.fragment_messages(tail_frag.id) if tail_frag is not None else []

@@ -63,13 +63,7 @@ class OfflineBuilder:
     # ---------------------------------------------------------------- entry point
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> BuildReport:
         rep = BuildReport()
-        order = sorted(range(len(new)), key=lambda i: _ts_key(new[i]))
-        new = [new[i] for i in order]
-        vectors = vectors[order] if len(order) else vectors
-        for m in new:
-            st.messages[m.id] = m
-        st.msg_vectors.upsert([m.id for m in new], vectors)
-        st.lexical.add([m.id for m in new], [m.text for m in new])
+        new, vectors = self._accept_messages(st, new, vectors)
 
         tail_frag = self._open_tail(st, new)
         tail = None
@@ -102,6 +96,18 @@ class OfflineBuilder:
         self._relabel(st, rep)
         st.version += 1
         return rep
+
+    @staticmethod
+    def _accept_messages(st: NamespaceState, new: list[Message], vectors: np.ndarray) -> tuple[list[Message], np.ndarray]:
+        """Put new messages, in time order, into the state's message table and indexes."""
+        order = sorted(range(len(new)), key=lambda i: _ts_key(new[i]))
+        new = [new[i] for i in order]
+        vectors = vectors[order] if len(order) else vectors
+        for m in new:
+            st.messages[m.id] = m
+        st.msg_vectors.upsert([m.id for m in new], vectors)
+        st.lexical.add([m.id for m in new], [m.text for m in new])
+        return new, vectors
 
     # ---------------------------------------------------------------- fragments
     def _open_tail(self, st: NamespaceState, new: list[Message]) -> Node | None:

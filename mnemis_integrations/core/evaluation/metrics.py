@@ -255,3 +255,18 @@ def aggregate(
 
     cats = {label(c): mean(groups[label(c)]) for c in sorted(order, key=sort_key)}
     return {"overall": mean(overall), "categories": cats}
+
+
+def cached_counter() -> TokenCounter:
+    """A cl100k_base token counter that remembers each text's count (hits repeat across budgets and questions)."""
+    from ..tokens import count_tokens
+
+    seen: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        n = seen.get(text)
+        if n is None:
+            n = seen[text] = count_tokens(text)
+        return n
+
+    return count

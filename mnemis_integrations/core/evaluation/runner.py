@@ -168,17 +168,7 @@ def _score(
 
 
 def _cached_counter() -> metrics.TokenCounter:
-    from ..tokens import count_tokens
-
-    seen: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        n = seen.get(text)
-        if n is None:
-            n = seen[text] = count_tokens(text)
-        return n
-
-    return count
+    return metrics.cached_counter()
 
 
 def _warm_up(cache: EmbeddingCache, count: metrics.TokenCounter) -> None:
