@@ -23,7 +23,7 @@ class IVFIndex:
     """``IndexIVFScalarQuantizer`` (inner product, SQ8) over int64 ids.
 
     ``nlist`` is about sqrt(n) (64 to 4096); ``nprobe`` lists are scanned per query.
-    Training uses at most 30 rows per list (deterministic sample), so building 300k
+    Training uses at most 40 rows per list (deterministic sample), so building 300k
     384-d vectors takes seconds on one core.
 
     >>> rng = np.random.default_rng(0); x = rng.normal(size=(2000, 16)).astype("float32")
@@ -44,7 +44,7 @@ class IVFIndex:
         )
         self._index.cp.niter = 10
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        take = min(n, self.nlist * 30)
+        take = min(n, self.nlist * 40)
         sample = vectors if take == n else vectors[np.random.default_rng(0).choice(n, take, replace=False)]
         self._index.train(sample)
         self._index.add_with_ids(vectors, np.asarray(ids, np.int64))

@@ -65,7 +65,10 @@ def _fade(st: NamespaceState, cfg: RelationConfig):
         return lambda _nid: 1.0
     from ..maintenance.decay import age_days, half_life_weight
 
-    newest = max((n.event_time for n in st.graph.nodes() if n.event_time), default=None)
+    def newest_event():
+        return max((n.event_time for n in st.graph.nodes() if n.event_time), default=None)
+
+    newest = memo(st, "newest_event", None, newest_event) if is_large(st) else newest_event()
     return lambda nid: half_life_weight(age_days(st.graph.get(nid).event_time, newest), cfg.decay_half_life_days)
 
 

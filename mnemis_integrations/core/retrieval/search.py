@@ -45,7 +45,10 @@ def _vagueness(st: NamespaceState, query: str) -> float:
     so recency should not reorder its answers (on LoCoMo dev a flat recency weight cost 2 points of
     multi-hop recall); a vague query gets the full recency preference.
     """
-    n_frag = max(1, sum(1 for n in st.graph.nodes(NodeKind.FRAGMENT)))
+    if is_large(st):  # same count as relation_path's, memoised per write version
+        n_frag = memo(st, "n_fragments", None, lambda: max(1, len(st.graph.nodes(NodeKind.FRAGMENT))))
+    else:
+        n_frag = max(1, sum(1 for n in st.graph.nodes(NodeKind.FRAGMENT)))
     specific = {t for t in content_words(query) if 0 < st.df.get(t, 0) <= max(1, n_frag // 10)}
     return 1.0 / (1 + len(specific))
 
