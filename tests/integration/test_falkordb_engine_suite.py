@@ -31,8 +31,20 @@ for _name, _fn in vars(_src).items():
 @pytest.fixture
 def memory(url, store, toy_embedder):  # noqa: F811
     from mnemis_integrations import MnemisMemory
-    from mnemis_integrations.core.storage.falkordb import FalkorDBStore
 
-    mem = MnemisMemory(embedder=toy_embedder)
-    mem._store = FalkorDBStore(url)
-    return mem
+    return MnemisMemory(embedder=toy_embedder, backend=url)
+
+
+def test_a_second_process_sees_the_first_ones_writes(url, store, toy_embedder):  # noqa: F811
+    """Two memories on one FalkorDB stand in for two processes: each keeps its own in-process copy,
+    and a write by one makes the other reload before its next read."""
+    from mnemis_integrations import MnemisMemory
+
+    writer = MnemisMemory(embedder=toy_embedder, backend=url)
+    reader = MnemisMemory(embedder=toy_embedder, backend=url)
+    writer.add_messages(_src.CONVERSATION[:4], namespace="shared")
+    assert [m.id for m in reader.messages("shared")] == ["m1", "m2", "m3", "m4"]
+    writer.add_messages(_src.CONVERSATION[4:], namespace="shared")
+    hits = reader.search("hosting migration plan B", k=5, namespace="shared")
+    assert any("m9" in h.source_ids or "m10" in h.source_ids for h in hits)
+    assert len(reader.messages("shared")) == len(_src.CONVERSATION)
