@@ -1,0 +1,86 @@
+"""The reliability checks that matter most for a shared graph database, run on the FalkorDB backend:
+tenant isolation between namespaces (graphs) and Cypher-injection-shaped input stored as plain data.
+
+The embedded-store versions live in tests/reliability; these reuse their data and markers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_falkordb_store import falkordb, store, url  # noqa: F401  (fixtures, and the import skip)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
+from test_hostile_input import INJECTIONS  # noqa: E402
+from test_isolation import NAMESPACES, WORDS, _marker  # noqa: E402
+
+from mnemis_integrations import MnemisMemory  # noqa: E402
+from mnemis_integrations.core.embedders import HashingEmbedder  # noqa: E402
+
+pytestmark = [pytest.mark.falkordb, pytest.mark.enable_socket]
+
+RAN = {"isolation": 0, "injection": 0}
+
+
+def test_search_messages_and_graph_never_cross_namespaces_on_falkordb(url, store):  # noqa: F811
+    violations = 0
+
+    @settings(max_examples=15, deadline=None)
+    @given(
+        rows=st.lists(
+            st.tuples(st.sampled_from(NAMESPACES), st.lists(st.sampled_from(WORDS), min_size=1, max_size=8)),
+            min_size=3,
+            max_size=12,
+        ),
+        query_words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    )
+    def prop(rows, query_words):
+        nonlocal violations
+        RAN["isolation"] += 1
+        mem = MnemisMemory(embedder=HashingEmbedder(), backend=url)
+        for ns in NAMESPACES:
+            mem.delete_namespace(ns)
+        owned: dict[str, set[str]] = {ns: set() for ns in NAMESPACES}
+        for i, (ns, words) in enumerate(rows):
+            mid = f"{ns}/{i}"
+            mem.add_messages([{"id": mid, "speaker": "u", "text": " ".join(words) + " " + _marker(ns)}], namespace=ns)
+            owned[ns].add(mid)
+        for ns in NAMESPACES:
+            if not owned[ns]:
+                continue
+            foreign_ids = set().union(*(owned[o] for o in NAMESPACES if o != ns))
+            foreign_marks = [_marker(o) for o in NAMESPACES if o != ns]
+            query = " ".join(query_words) + " " + " ".join(foreign_marks)
+            for h in mem.search(query, k=10, namespace=ns):
+                violations += h.namespace != ns
+                violations += bool(set(h.source_ids) & foreign_ids)
+                violations += any(m in h.text for m in foreign_marks)
+            msgs = mem.messages(ns)
+            assert {m.id for m in msgs} == owned[ns]
+            graph = repr(mem.graph(ns).to_data())
+            violations += sum(f in graph for f in foreign_marks)
+
+    prop()
+    print(f"\nfalkordb isolation: {RAN['isolation']} examples, {violations} violations", file=sys.stderr)
+    assert violations == 0
+
+
+def test_cypher_injection_shaped_input_is_stored_verbatim_on_falkordb(url, store):  # noqa: F811
+    mem = MnemisMemory(embedder=HashingEmbedder(), backend=url)
+    mem.delete_namespace("inj")
+    mem.delete_namespace("bystander")
+    mem.add_messages([{"id": "keep", "speaker": "Alice", "text": "the bystander tenant keeps this"}], namespace="bystander")
+    for i, inj in enumerate(INJECTIONS):
+        RAN["injection"] += 1
+        mem.add_messages([{"id": f"i{i}", "speaker": inj[:256], "text": f"{inj} met Robert Tables"}], namespace="inj")
+        for q in (inj, "Robert Tables"):
+            mem.search(q, k=3, namespace="inj")
+    reopened = MnemisMemory(embedder=HashingEmbedder(), backend=url)
+    stored = {m.id: m for m in reopened.messages("inj")}
+    assert [stored[f"i{i}"].text for i in range(len(INJECTIONS))] == [f"{inj} met Robert Tables" for inj in INJECTIONS]
+    assert [m.id for m in reopened.messages("bystander")] == ["keep"]
+    print(f"\nfalkordb injection: {RAN['injection']} strings stored verbatim", file=sys.stderr)
