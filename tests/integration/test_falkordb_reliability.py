@@ -84,3 +84,15 @@ def test_cypher_injection_shaped_input_is_stored_verbatim_on_falkordb(url, store
     assert [stored[f"i{i}"].text for i in range(len(INJECTIONS))] == [f"{inj} met Robert Tables" for inj in INJECTIONS]
     assert [m.id for m in reopened.messages("bystander")] == ["keep"]
     print(f"\nfalkordb injection: {RAN['injection']} strings stored verbatim", file=sys.stderr)
+
+
+def test_sigkill_mid_ingest_on_falkordb_loses_no_acknowledged_message(url, store):  # noqa: F811
+    """The crash harness of tests/reliability, pointed at FalkorDB: each save is one Cypher query."""
+    import _crash_worker as worker
+
+    MnemisMemory(embedder=HashingEmbedder(), backend=url).delete_namespace("crash-fdb")
+    figures = worker.run_crash_cycles(url, 8, seed=11, size=10, max_delay_s=0.25, namespace="crash-fdb")
+    print(f"\nfalkordb crash-safety figures: {figures}", file=sys.stderr)
+    assert figures["cycles"] == 8
+    assert figures["lost"] == 0
+    assert figures["acked_batches"] > 0

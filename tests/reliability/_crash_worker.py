@@ -2,6 +2,8 @@
 
 Usage: python _crash_worker.py DB NAMESPACE FIRST_BATCH BATCH_SIZE MAX_BATCHES SEED
 
+DB is a SQLite path, or a ``falkordb://host:port`` URL for the FalkorDB backend.
+
 Prints ``ready`` once the store is open, then ingests batches FIRST_BATCH,
 FIRST_BATCH+1, ... and prints ``ack <batch>`` (flushed) after each
 ``add_messages`` returns. Stops after MAX_BATCHES batches (0: never, wait to be killed).
@@ -36,13 +38,19 @@ def batch_messages(seed: int, batch: int, size: int) -> list[dict]:
     ]
 
 
+def _open(db: str, memory_cls, embedder):
+    if db.startswith("falkordb://"):
+        return memory_cls(backend=db, embedder=embedder)
+    return memory_cls(path=db, embedder=embedder)
+
+
 def main() -> None:
     db, namespace, first, size, max_batches, seed = sys.argv[1:7]
     first, size, max_batches, seed = int(first), int(size), int(max_batches), int(seed)
     from mnemis_integrations import MnemisMemory
     from mnemis_integrations.core.embedders import HashingEmbedder
 
-    mem = MnemisMemory(path=db, embedder=HashingEmbedder())
+    mem = _open(db, MnemisMemory, HashingEmbedder())
     print("ready", flush=True)
     batch = first
     while max_batches == 0 or batch < first + max_batches:
@@ -64,12 +72,13 @@ def check_store(db: str, namespace: str, acked: set[int], attempted_max: int, si
     from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
     from mnemis_integrations.core.embedders import HashingEmbedder
 
-    con = sqlite3.connect(db)
-    try:
-        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    finally:
-        con.close()
-    with MnemisMemory(path=db, embedder=HashingEmbedder()) as mem:
+    if not db.startswith("falkordb://"):
+        con = sqlite3.connect(db)
+        try:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            con.close()
+    with _open(db, MnemisMemory, HashingEmbedder()) as mem:
         try:
             stored = {m.id: m for m in mem.messages(namespace)}
         except NamespaceNotFoundError:
