@@ -39,6 +39,16 @@ def memo(st: NamespaceState, name: str, key: Hashable, compute: Callable[[], T])
     return value
 
 
+def fragment_count(st: NamespaceState) -> int:
+    """Number of fragments (at least 1), memoised per write version on large graphs."""
+    from ..model import NodeKind
+
+    def count() -> int:
+        return max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
+
+    return memo(st, "n_fragments", None, count) if is_large(st) else count()
+
+
 class PathCache:
     def __init__(self, maxsize: int = 4096):
         self.maxsize = maxsize

@@ -17,7 +17,7 @@ from ..config import RelationConfig
 from ..model import EdgeKind, NodeKind
 from ..state import NamespaceState
 from ..text import has_cjk, normalise_name
-from .cache import is_large, memo
+from .cache import fragment_count, is_large, memo
 
 __all__ = ["RelationResult", "relation_path", "decay", "DECAYS"]
 
@@ -158,12 +158,8 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
         found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
     if not found:
         return RelationResult({}, {}, {}, 0)
-    if large:
-        counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
-        n_frag = memo(st, "n_fragments", None, lambda: max(1, len(st.graph.nodes(NodeKind.FRAGMENT))))
-    else:
-        counts = st.entity_fragment_counts()
-        n_frag = max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
+    counts = memo(st, "entity_counts", None, st.entity_fragment_counts) if large else st.entity_fragment_counts()
+    n_frag = fragment_count(st)
     seeds: dict[str, float] = {}
     common = []
     for eid, quality in found.items():

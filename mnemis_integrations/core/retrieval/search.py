@@ -13,7 +13,7 @@ from ..maintenance.supersede import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
 from ..text import content_words
-from .cache import PathCache, is_large, memo
+from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
 from .relation import relation_path
 from .render import render
@@ -45,10 +45,7 @@ def _vagueness(st: NamespaceState, query: str) -> float:
     so recency should not reorder its answers (on LoCoMo dev a flat recency weight cost 2 points of
     multi-hop recall); a vague query gets the full recency preference.
     """
-    if is_large(st):  # same count as relation_path's, memoised per write version
-        n_frag = memo(st, "n_fragments", None, lambda: max(1, len(st.graph.nodes(NodeKind.FRAGMENT))))
-    else:
-        n_frag = max(1, sum(1 for n in st.graph.nodes(NodeKind.FRAGMENT)))
+    n_frag = fragment_count(st)
     specific = {t for t in content_words(query) if 0 < st.df.get(t, 0) <= max(1, n_frag // 10)}
     return 1.0 / (1 + len(specific))
 
