@@ -9,6 +9,7 @@ the message vectors already computed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -16,9 +17,10 @@ import numpy as np
 
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile
+from ..maintenance.supersede import supersede
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
-from ..text import content_words
+from ..text import content_words, normalise_name
 from ..tokens import count_tokens
 from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_from_keywords
 from .entities import EntityMention, extract_entities
@@ -193,8 +195,6 @@ class OfflineBuilder:
         eid = st.entities.get(name)
         if eid is not None:
             return eid
-        from ..text import normalise_name
-
         key = normalise_name(name)
         if not key:
             return None
@@ -282,7 +282,7 @@ class OfflineBuilder:
 
     def _relabel(self, st: NamespaceState, rep: BuildReport) -> None:
         g = st.graph
-        speakers = {normalise for normalise in (m.speaker.lower() for m in st.messages.values())}
+        speakers = {m.speaker.lower() for m in st.messages.values()}
         touched = [g.get(n) for n in rep.touched if g.has(n)]
         for node in sorted(touched, key=lambda n: n.kind != NodeKind.SUBTOPIC):
             if node.kind not in (NodeKind.SUBTOPIC, NodeKind.CONCEPT):
@@ -301,8 +301,6 @@ class OfflineBuilder:
 
     @staticmethod
     def _subtopic_keywords(st: NamespaceState, sid: str) -> list[str]:
-        from collections import Counter
-
         c: Counter = Counter()
         for f in st.graph.children(sid):
             for r, kw in enumerate(f.keywords):
@@ -336,8 +334,6 @@ class OfflineBuilder:
                           parent is not None and fp is not None and fp.id == parent.id))
         olds = pick_superseded_many(st.msg_vectors.get_many(cue_ids), mine, cands, self._t("update_threshold"))
         if olds:
-            from ..maintenance.supersede import supersede
-
             for old in olds:
                 supersede(g, old_id=old, new_id=frag.id, when=frag.created_at)
             rep.updates_linked += len(olds)
