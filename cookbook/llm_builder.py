@@ -25,7 +25,7 @@ from mnemis_integrations.core.embedders import HashingEmbedder
 ROOT = Path(__file__).resolve().parents[1]
 CASSETTE = ROOT / "tests" / "integration" / "cassettes" / "cookbook_llm_builder.yaml"
 BASE_URL = os.environ.get("MNEMIS_LLM_BASE_URL", "http://127.0.0.1:8765/v1")
-MODEL = "gemma-3-270m-it"
+MODEL = "gemma-3-270m"
 
 CHAT = [
     {"id": "1", "speaker": "Dana", "text": "Customer Acme asked to move from the Basic plan to the Pro plan.",
@@ -47,16 +47,32 @@ CONFIG = LLMBuildConfig(max_retries=1, max_concurrency=1, batch_messages=12, bat
 
 
 def make_chat_model(max_tokens: int = 320):
-    """The recorded client: same settings every run, so requests match the cassette byte for byte."""
+    """The recorded client: same settings every run, so requests match the cassette byte for byte.
+
+    ``max_tokens`` travels in ``extra_body`` because ChatOpenAI sends it as
+    ``max_completion_tokens``, which llama.cpp's server ignores (an uncapped small model then
+    runs on for thousands of tokens).
+    """
     from langchain_openai import ChatOpenAI
 
     extra = {}
     if "http_socket_options" in ChatOpenAI.model_fields:
         extra["http_socket_options"] = ()  # no socket probe at construction (replay runs without sockets)
     return ChatOpenAI(
-        base_url=BASE_URL, api_key="sk-local-no-key", model=MODEL, temperature=0.0, max_tokens=max_tokens,
-        seed=7, max_retries=0, timeout=300, **extra,
+        base_url=BASE_URL, api_key="sk-local-no-key", model=MODEL, temperature=0.0, seed=7,
+        extra_body={"max_tokens": max_tokens}, max_retries=0, timeout=300, **extra,
     )
+
+
+def schema_request(max_tokens: int = 320):
+    """Ask llama.cpp to constrain each reply to the step's JSON schema (a grammar while decoding).
+
+    Sent in ``extra_body`` rather than as ``response_format=``: ChatOpenAI raises on a reply cut
+    at the token cap when it sees ``response_format``, and the builder should see the cut-off text
+    (it repairs what it can). The builder still validates every answer.
+    """
+    return lambda schema: {"extra_body": {"max_tokens": max_tokens,
+                                          "response_format": {"type": "json_object", "schema": schema}}}
 
 
 def cassette(path: Path = CASSETTE):
@@ -72,10 +88,11 @@ def cassette(path: Path = CASSETTE):
     ).use_cassette(str(path))
 
 
-def build(messages=CHAT, config: LLMBuildConfig = CONFIG, chat=None):
+def build(messages=CHAT, config: LLMBuildConfig = CONFIG, max_tokens: int = 320):
     """Ingest ``messages`` with the chat model; returns (memory, builder)."""
     emb = HashingEmbedder()
-    builder = LLMBuilder(chat if chat is not None else make_chat_model(), config=config, embedder=emb)
+    builder = LLMBuilder(make_chat_model(max_tokens), config=config, embedder=emb,
+                         schema_request=schema_request(max_tokens))
     mem = MnemisMemory(embedder=emb, builder=builder)
     mem.add_messages(messages, namespace="acme")
     return mem, builder

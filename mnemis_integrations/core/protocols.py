@@ -36,7 +36,8 @@ class ChatModel(Protocol):
 
     ``messages`` are ``{"role": "system" | "user" | "assistant", "content": str}`` dicts; the
     reply is the assistant's text. :func:`mnemis_integrations.core.llm.as_chat_model` wraps a
-    LangChain chat model, a LlamaIndex LLM or a plain callable into this shape.
+    LangChain chat model, a LlamaIndex LLM or a plain callable into this shape. A chat that sets
+    ``wants_schema`` is called as ``complete(messages, schema=json_schema)`` instead.
     """
 
     def complete(self, messages: list[dict[str, str]]) -> str: ...

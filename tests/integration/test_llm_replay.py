@@ -67,7 +67,7 @@ def test_truncated_real_answers_are_retried_then_fall_back_to_offline(cookbook):
     retries once with the errors appended, and otherwise keeps the offline summaries."""
     cfg = LLMBuildConfig.only("summarise", max_retries=1, max_concurrency=1)
     with cookbook.cassette(CASSETTES / "truncated_summaries.yaml") as cas:
-        mem, builder = cookbook.build(config=cfg, chat=cookbook.make_chat_model(max_tokens=40))
+        mem, builder = cookbook.build(config=cfg, max_tokens=40)
     assert cas.all_played
     s = builder.last_usage.steps["summarise"]
     assert s.calls == len(cas)

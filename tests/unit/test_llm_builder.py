@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from fakes import CONVERSATION, ScriptedChatModel
+from pydantic import Field
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.llm_builder import STEPS, LLMBuildConfig, LLMBuilder
@@ -398,3 +399,65 @@ def test_llama_index_llm_is_accepted():
     mem = MnemisMemory(embedder=emb, builder=LLMBuilder(llm, config=LLMBuildConfig(max_concurrency=1), embedder=emb))
     mem.add_messages(CONVERSATION, namespace="u1")
     assert llm.calls == 4 and (0, "concept", "Pets") in tree(mem)
+
+
+# ------------------------------------------------------------------------------ constrained decoding
+
+
+class KwargsRecordingModel(ScriptedChatModel):
+    """Also keeps the keyword arguments of every call (what the provider would receive)."""
+
+    call_kwargs: list[dict] = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.call_kwargs.append(kwargs)
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_schema_request_sends_each_steps_json_schema_and_answers_are_still_validated():
+    from mnemis_integrations.core.builder import prompts as P
+    from mnemis_integrations.core.llm import openai_json_schema
+
+    router = Router(summarise=[{"summaries": [{"f": 99, "summary": "x", "keywords": []}]}])
+    model = KwargsRecordingModel(messages=iter([router] * 100), call_kwargs=[])
+    emb = HashingEmbedder()
+    builder = LLMBuilder(model, config=_SEQUENTIAL, embedder=emb, schema_request=openai_json_schema)
+    MnemisMemory(embedder=emb, builder=builder).add_messages(CONVERSATION, namespace="u1")
+    sent = [kw["response_format"]["json_schema"] for kw in model.call_kwargs]
+    expected = {s.__name__: s.model_json_schema() for s in
+                (P.SegmentAnswer, P.SummariseAnswer, P.AbstractAnswer, P.EntitiesAnswer, P.UpdatesAnswer)}
+    assert len(sent) == model.calls
+    assert {"SegmentAnswer", "SummariseAnswer", "AbstractAnswer", "EntitiesAnswer"} <= {js["name"] for js in sent}
+    for js in sent:
+        assert js["schema"] == expected[js["name"]]
+    assert [js["name"] for js in sent].count("SummariseAnswer") == 2  # the out-of-range answer was retried
+    assert builder.last_usage.steps["summarise"].retries == 1
+
+
+def test_without_schema_request_no_provider_arguments_are_added():
+    model = KwargsRecordingModel(messages=iter([Router()] * 100), call_kwargs=[])
+    emb = HashingEmbedder()
+    MnemisMemory(embedder=emb, builder=LLMBuilder(model, config=_SEQUENTIAL, embedder=emb)).add_messages(
+        CONVERSATION, namespace="u1")
+    assert model.calls >= 4 and all("response_format" not in kw for kw in model.call_kwargs)
+
+
+def test_schema_request_reaches_a_llama_index_llm_and_needs_a_framework_model():
+    from llama_index.core.base.llms.types import ChatMessage, ChatResponse
+
+    from mnemis_integrations.core.llm import as_chat_model, llama_cpp_json_schema
+
+    seen = []
+
+    class Llm:
+        metadata = None
+
+        def chat(self, messages, **kwargs):
+            seen.append(kwargs)
+            return ChatResponse(message=ChatMessage(role="assistant", content="{}"))
+
+    chat = as_chat_model(Llm(), schema_request=llama_cpp_json_schema)
+    assert chat.complete([{"role": "user", "content": "hi"}], schema={"type": "object"}) == "{}"
+    assert seen == [{"response_format": {"type": "json_object", "schema": {"type": "object"}}}]
+    with pytest.raises(ConfigError, match="schema_request"):
+        as_chat_model(lambda messages: "{}", schema_request=llama_cpp_json_schema)

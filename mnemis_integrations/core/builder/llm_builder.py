@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile, as_embedder, profile_for
-from ..llm import as_chat_model
+from ..llm import SchemaRequest, as_chat_model
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..text import format_date, normalise_name
@@ -110,6 +110,9 @@ class LLMBuilder(OfflineBuilder):
         build: the offline builder's config (segment caps, thresholds) used by fallbacks.
         embedder: the memory's embedder (only its similarity profile is read), or pass ``profile``.
         review: sees every placement before it is applied, as with the offline builder.
+        schema_request: ask the provider for output constrained to each step's JSON schema
+            (see :func:`mnemis_integrations.core.llm.openai_json_schema`); LangChain and
+            LlamaIndex models only. Answers are validated either way.
     """
 
     def __init__(
@@ -121,11 +124,12 @@ class LLMBuilder(OfflineBuilder):
         embedder: Any = None,
         profile: EmbedderProfile | None = None,
         review: ReviewHook = accept_all,
+        schema_request: SchemaRequest | None = None,
     ):
         if profile is None:
             profile = profile_for(as_embedder(embedder)) if embedder is not None else profile_for(None)
         super().__init__(build or BuildConfig(), profile, review)
-        self.chat = as_chat_model(model)
+        self.chat = as_chat_model(model, schema_request)
         self.llm = config or LLMBuildConfig()
         self.last_usage = Usage()
         self._seg: dict[str, Any] = {}  # what the model said about the fragment being added

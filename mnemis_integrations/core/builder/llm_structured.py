@@ -267,16 +267,19 @@ def ask(
         check: the step's own validation: returns (possibly fixed answer, errors, was_fixed).
             Errors make the answer count as invalid.
 
+    A chat whose ``wants_schema`` is true is also given the schema as JSON schema, for providers
+    that constrain decoding to it (the answer is validated all the same).
     A model that raises (a timeout, a refused request) counts as an invalid answer: the step
     retries, then falls back; no exception escapes, so no message is lost to a model fault.
     """
     convo = list(messages)
+    json_schema = schema.model_json_schema() if getattr(chat, "wants_schema", False) else None
     for attempt in range(1 + max(0, max_retries)):
         if attempt:
             usage.add(step, retries=1)
         usage.add(step, calls=1, prompt_tokens=sum(count_tokens(m["content"]) for m in convo))
         try:
-            reply = chat.complete(convo)
+            reply = chat.complete(convo, schema=json_schema) if json_schema is not None else chat.complete(convo)
         except Exception as e:  # noqa: BLE001 - any model failure means: try again, then fall back
             usage.error(step, f"model call failed: {type(e).__name__}: {e}")
             continue
