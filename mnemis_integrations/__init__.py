@@ -5,7 +5,15 @@ The package root exposes the framework-free API only; adapters live in
 """
 
 from .core import recipes
-from .core.config import BuildConfig, FusionConfig, LimitsConfig, MemoryConfig, RelationConfig, SemanticConfig
+from .core.config import (
+    BuildConfig,
+    ContextConfig,
+    FusionConfig,
+    LimitsConfig,
+    MemoryConfig,
+    RelationConfig,
+    SemanticConfig,
+)
 from .core.engine import IngestReport, MnemisMemory
 from .core.model import EdgeKind, Message, NodeKind, Status
 from .core.retrieval.results import MemoryHit
@@ -32,6 +40,7 @@ __all__ = [
     "SemanticConfig",
     "RelationConfig",
     "FusionConfig",
+    "ContextConfig",
     "LimitsConfig",
     "recipes",
     "NodeKind",

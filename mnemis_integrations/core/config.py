@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .model import EdgeKind
 
-__all__ = ["BuildConfig", "SemanticConfig", "RelationConfig", "FusionConfig", "LimitsConfig", "MemoryConfig"]
+__all__ = ["BuildConfig", "SemanticConfig", "RelationConfig", "FusionConfig", "ContextConfig", "LimitsConfig", "MemoryConfig"]
 
 
 class _Frozen(BaseModel):
@@ -174,6 +174,19 @@ class FusionConfig(_Frozen):
     )
 
 
+class ContextConfig(_Frozen):
+    """How ``search(..., max_tokens=N)`` fits its hits into a reader's token budget.
+
+    A fragment shows its headline and its messages; under a budget it first shows only the
+    ``breadth_messages`` that match the query best, for the first ``breadth_hits`` hits, so
+    evidence spread over many places fits; then it widens those hits one message at a time
+    (best hit first, round after round), then adds further hits the same way while room is left.
+    """
+
+    breadth_messages: int = Field(2, ge=1, description="Messages a fragment shows before any is widened.")
+    breadth_hits: int = Field(5, ge=1, description="Hits shown narrowly before the widening rounds.")
+
+
 class LimitsConfig(_Frozen):
     max_message_chars: int = Field(1_000_000, ge=1, description="Longer message texts are refused.")
     max_batch_messages: int = Field(100_000, ge=1, description="Larger add_messages batches are refused.")
@@ -188,6 +201,7 @@ class MemoryConfig(_Frozen):
     semantic: SemanticConfig = SemanticConfig()
     relation: RelationConfig = RelationConfig()
     fusion: FusionConfig = FusionConfig()
+    context: ContextConfig = ContextConfig()
     limits: LimitsConfig = LimitsConfig()
 
     def with_(self, **sections: dict) -> "MemoryConfig":

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Iterator, Sequence
 
 from ..errors import (
     ConfigError,
@@ -27,11 +27,14 @@ from .graph import MemoryGraph
 from .messages import coerce_messages, parse_timestamp, validate_namespace
 from .model import Message
 from .retrieval.cache import PathCache
+from .retrieval.budget import fit_to_budget
+from .retrieval.render import render
 from .retrieval.results import MemoryHit
 from .retrieval.search import dual_path_search
 from .state import NamespaceState
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
+from .tokens import count_tokens
 
 if TYPE_CHECKING:
     from .maintenance.compaction import CompactionReport
@@ -324,6 +327,7 @@ class MnemisMemory:
         config: MemoryConfig | None = None,
         as_of: datetime | str | None = None,
         include_archived: bool = False,
+        max_tokens: int | None = None,
     ) -> list[MemoryHit]:
         """Dual-path recall, best first.
 
@@ -334,9 +338,11 @@ class MnemisMemory:
             config: per-call override of the memory's config.
             as_of: answer from what was known and valid at this moment.
             include_archived: also return compacted (archived) nodes.
+            max_tokens: fit the hits' texts into this many tokens (cl100k) for a reader:
+                see :meth:`fit_to_budget`.
 
         Raises:
-            InvalidQueryError: empty or over-long query, or ``k`` < 1.
+            InvalidQueryError: empty or over-long query, ``k`` < 1 or ``max_tokens`` < 1.
             NamespaceNotFoundError: the namespace holds no memory.
         """
         validate_namespace(namespace)
@@ -353,9 +359,34 @@ class MnemisMemory:
             if not st.messages:
                 raise NamespaceNotFoundError(namespace)
             qvec = self.embedder.embed_queries([query])[0]
-            return dual_path_search(
+            hits = dual_path_search(
                 st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived, cache=self._cache
             )
+        return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
+
+    def fit_to_budget(
+        self, hits: Sequence[MemoryHit], max_tokens: int, *, config: MemoryConfig | None = None
+    ) -> list[MemoryHit]:
+        """The hits, in order, narrowed so their texts total at most ``max_tokens`` (cl100k).
+
+        Fragments first show only their best-matching messages (``hit.focus``) so that more
+        places fit, then get their other messages back while room is left; ``text`` and
+        ``source_ids`` always agree. Tuned by ``config.context``.
+
+        Raises:
+            InvalidQueryError: ``max_tokens`` is not a positive integer.
+        """
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        cfg = config or self.config
+
+        def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
+            with self._lock:
+                st = self._state(hit.namespace)
+                text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids))
+            return replace(hit, text=text, source_ids=shown)
+
+        return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens)
 
     async def asearch(self, query: str, k: int = 10, namespace: str = "default", **kwargs: Any) -> list[MemoryHit]:
         return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)

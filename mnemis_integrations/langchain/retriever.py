@@ -59,6 +59,8 @@ class MnemisRetriever(BaseRetriever):
     """How many Documents to return at most."""
     config: MemoryConfig | None = None
     """Search settings for this retriever (e.g. ``recipes.SEMANTIC_ONLY``); ``None`` uses the memory's own."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Fit the Documents' text into this many tokens (``MnemisMemory.fit_to_budget``); ``None``: no limit."""
 
     def _search_kwargs(self, k: int | None, namespace: str | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"k": self.k if k is None else k}
@@ -67,6 +69,8 @@ class MnemisRetriever(BaseRetriever):
             kwargs["namespace"] = ns
         if self.config is not None:
             kwargs["config"] = self.config
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
         return kwargs
 
     def _get_relevant_documents(

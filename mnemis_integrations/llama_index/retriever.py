@@ -33,10 +33,12 @@ def to_node_with_score(hit: MemoryHit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
-def search_kwargs(k: int, namespace: str | None) -> dict[str, Any]:
+def search_kwargs(k: int, namespace: str | None, max_tokens: int | None = None) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"k": k}
     if namespace is not None:
         kwargs["namespace"] = namespace
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
     return kwargs
 
 
@@ -57,6 +59,7 @@ class MnemisRetriever(BaseRetriever):
         memory: the memory to recall from.
         namespace: whose memory to search; ``None`` uses the memory's default namespace.
         similarity_top_k: how many nodes to return at most.
+        max_tokens: fit the nodes' text into this many tokens (``MnemisMemory.fit_to_budget``).
         callback_manager: LlamaIndex callbacks.
 
     Example:
@@ -81,18 +84,22 @@ class MnemisRetriever(BaseRetriever):
         similarity_top_k: int = 5,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        max_tokens: int | None = None,
     ) -> None:
         if similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be at least 1, not {similarity_top_k}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
         self.memory = memory
         self.namespace = namespace
         self.similarity_top_k = similarity_top_k
+        self.max_tokens = max_tokens
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         try:
             hits = self.memory.search(
-                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace)
+                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace, self.max_tokens)
             )
         except NamespaceNotFoundError:
             return []
@@ -101,7 +108,7 @@ class MnemisRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         try:
             hits = await self.memory.asearch(
-                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace)
+                query_bundle.query_str, **search_kwargs(self.similarity_top_k, self.namespace, self.max_tokens)
             )
         except NamespaceNotFoundError:
             return []

@@ -153,3 +153,14 @@ def test_retriever_works_inside_an_lcel_chain(retriever):
     assert system.text.splitlines()[1].startswith(f"[{expected_top.metadata['path_str']}] ")
     assert human.text == "when does my refund arrive"
     assert (model.calls, out.text) == (1, "Five business days.")
+
+
+def test_max_tokens_fits_the_documents_into_the_budget():
+    from mnemis_integrations.core.tokens import count_tokens
+
+    mem = seeded_memory("u1")
+    full = MnemisRetriever(memory=mem, namespace="u1", k=10).invoke("refund")
+    budget = sum(count_tokens(d.page_content) for d in full) // 2
+    fitted = MnemisRetriever(memory=mem, namespace="u1", k=10, max_tokens=budget).invoke("refund")
+    assert fitted and sum(count_tokens(d.page_content) for d in fitted) <= budget
+    assert [d.metadata["node_id"] for d in fitted] == [d.metadata["node_id"] for d in full][: len(fitted)]

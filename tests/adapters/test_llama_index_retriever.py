@@ -15,6 +15,7 @@ from mnemis_integrations.llama_index import MnemisRetriever
 HIT_FIELDS = {
     "path",
     "path_str",
+    "focus",
     "score",
     "semantic_score",
     "relation_score",
@@ -123,3 +124,14 @@ async def test_query_engine_answers_asynchronously(mem):
     response = await engine.aquery("Where do we get lunch on Friday?")
     assert response.source_nodes[0].node.metadata["source_ids"] == ["m3"]
     assert "noodle bar" in str(response)
+
+
+def test_max_tokens_fits_the_nodes_into_the_budget(mem):
+    from mnemis_integrations.core.tokens import count_tokens
+
+    full = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=10).retrieve("refund")
+    budget = sum(count_tokens(n.node.get_content()) for n in full) // 2
+    fitted = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=10, max_tokens=budget).retrieve("refund")
+    assert fitted and sum(count_tokens(n.node.get_content()) for n in fitted) <= budget
+    with pytest.raises(ValueError, match="max_tokens"):
+        MnemisRetriever(memory=mem, namespace="u1", max_tokens=0)

@@ -128,7 +128,10 @@ def markdown_report(result: Mapping[str, Any]) -> str:
         f"- Evidence repairs: {ev['normalised']} normalised, {ev['split']} split, {ev['dropped']} dropped "
         f"({ev['dropped_malformed']} malformed, {ev['dropped_dangling']} dangling).",
         f"- k = {cfg['k']} hits per question; embedder `{cfg['embedder']}`. Hits are packed in rank order "
-        "until the next one would overflow the budget (cl100k_base tokens).",
+        "until the next one would overflow the budget (cl100k_base tokens), except for a system with its own "
+        "budget fitting (`mnemis`: `fit_to_budget`), which fills the budget from the same ranked hits; its "
+        "plain rank-order packing is reported as `prefix_recall@B` in the extra metrics, and its latency "
+        "includes fitting the largest budget.",
         "- Embeddings shared between systems through a cache are charged to each system at their "
         "original cost.",
     ]

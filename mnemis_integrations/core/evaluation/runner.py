@@ -47,6 +47,8 @@ class System(Protocol):
     def search(self, query: str, k: int, namespace: str) -> Sequence[Any]: ...
 
 
+# A system may also offer ``fit(hits, budget) -> hits``: its own way of filling a token budget
+# from its ranked hits. Without it, hits are packed whole in rank order until the next overflows.
 # (question, hits best first, conversation) -> a score in [0, 1], or None where it does not apply.
 ExtraMetric = Callable[[Question, Sequence[Any], Conversation], "float | None"]
 
@@ -63,6 +65,10 @@ class _MnemisSystem:
 
     def search(self, query: str, k: int, namespace: str) -> Sequence[Any]:
         return self.memory.search(query, k=k, namespace=namespace)
+
+    def fit(self, hits: Sequence[Any], budget: int) -> Sequence[Any]:
+        """The engine's own packing for a reader's budget (``MnemisMemory.fit_to_budget``)."""
+        return self.memory.fit_to_budget(hits, budget)
 
 
 def _recipe_names() -> list[str]:
@@ -140,8 +146,10 @@ class _Clock:
         return out, wall + credit
 
 
-def _metric_names(budgets: Sequence[int]) -> list[str]:
-    return [f"budget_recall@{b}" for b in budgets] + ["recall@5", "recall@10", "mrr"]
+def _metric_names(budgets: Sequence[int], fitting: bool = False) -> list[str]:
+    names = [f"budget_recall@{b}" for b in budgets] + ["recall@5", "recall@10", "mrr"]
+    # For systems that fit their own budget, the plain rank-order packing too, for comparison.
+    return names + ([f"prefix_recall@{b}" for b in budgets] if fitting else [])
 
 
 def _score(
@@ -151,14 +159,21 @@ def _score(
     budgets: Sequence[int],
     count: metrics.TokenCounter,
     extra: Mapping[str, ExtraMetric],
+    fitted: Mapping[int, Sequence[Any]] | None = None,
 ) -> dict[str, float | None]:
     texts = [str(h.text) for h in hits]
     sources = [tuple(h.source_ids) for h in hits]
     evidence = list(question.evidence_ids)
     evidence_texts = [conv.turn_texts[e] for e in evidence if e in conv.turn_texts]
     scores: dict[str, float | None] = {}
-    for b, r in metrics.budget_recalls(texts, evidence_texts, budgets, count).items():
-        scores[f"budget_recall@{b}"] = r
+    prefix = metrics.budget_recalls(texts, evidence_texts, budgets, count)
+    for b, r in prefix.items():
+        if fitted is None:
+            scores[f"budget_recall@{b}"] = r
+            continue
+        fitted_texts = [str(h.text) for h in fitted[b]]
+        scores[f"budget_recall@{b}"] = metrics.budget_recalls(fitted_texts, evidence_texts, [b], count)[b]
+        scores[f"prefix_recall@{b}"] = r
     scores["recall@5"] = metrics.recall_at_k(sources, evidence, 5)
     scores["recall@10"] = metrics.recall_at_k(sources, evidence, 10)
     scores["mrr"] = metrics.reciprocal_rank(sources, evidence)
@@ -262,13 +277,20 @@ def run_benchmark(
             for q in scored:
                 hits, secs = clock.time(system.search, q.text, k, conv.id)
                 hits = list(hits)
+                fitted = None
+                if hasattr(system, "fit"):
+                    fitted = {}
+                    for b in budgets:
+                        fitted[b], fit_s = clock.time(system.fit, hits, b)
+                        if b == budgets[-1]:
+                            secs += fit_s  # latency: search plus fitting the largest budget
                 latencies[name].append(secs)
                 records[name].append(
                     {
                         "question_id": q.id,
                         "conversation": conv.id,
                         "category": q.category,
-                        "scores": _score(hits, q, conv, budgets, count, extra),
+                        "scores": _score(hits, q, conv, budgets, count, extra, fitted),
                         "latency_ms": secs * 1000.0,
                         "top_source_ids": [list(h.source_ids) for h in hits[:10]],
                     }
@@ -314,7 +336,7 @@ def run_benchmark(
             "conversations": [c.id for c in bench.conversations],
             "limit_questions": limit_questions,
             "reference_system": REFERENCE_SYSTEM if ref else None,
-            "metrics": _metric_names(budgets) + list(extra),
+            "metrics": _metric_names(budgets, any(hasattr(s, "fit") for s in built.values())) + list(extra),
         },
         "dataset": {
             "source": bench.source,

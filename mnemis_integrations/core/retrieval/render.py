@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from ..model import Node, NodeKind
 from ..state import NamespaceState
 from ..text import format_date
@@ -9,15 +11,19 @@ from ..text import format_date
 __all__ = ["render"]
 
 
-def render(st: NamespaceState, node: Node, path: list[str]) -> tuple[str, tuple[str, ...]]:
+def render(
+    st: NamespaceState, node: Node, path: list[str] | tuple[str, ...], only: Collection[str] | None = None
+) -> tuple[str, tuple[str, ...]]:
     """(text, source ids shown in it).
 
-    A fragment gives its dated summary line and the raw messages it covers; a
-    subtopic or concept gives its path and the summaries beneath it (no raw text,
-    so no source ids).
+    A fragment gives its dated summary line and the raw messages it covers (with ``only``:
+    just those of them, still in conversation order); a subtopic or concept gives its path
+    and the summaries beneath it (no raw text, so no source ids).
     """
     if node.kind == NodeKind.FRAGMENT:
         msgs = st.fragment_messages(node.id)
+        if only is not None:
+            msgs = [m for m in msgs if m.id in only]
         when = format_date(msgs[0].timestamp) if msgs and msgs[0].timestamp else ""
         # An offline fragment shows its short headline; a model-written summary is shown whole.
         line = node.properties.get("headline", node.summary)

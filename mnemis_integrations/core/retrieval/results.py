@@ -39,6 +39,8 @@ class MemoryHit:
         label: the node's short label.
         namespace: whose memory it is.
         successors: ids of nodes that supersede this one.
+        focus: for a fragment, the ids of its messages ordered by how well they match the
+            query, best first (what a token budget keeps first).
     """
 
     node_id: str
@@ -55,6 +57,7 @@ class MemoryHit:
     label: str = ""
     namespace: str = ""
     successors: tuple[str, ...] = field(default_factory=tuple)
+    focus: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def path_str(self) -> str:
@@ -77,4 +80,5 @@ class MemoryHit:
             "label": self.label,
             "namespace": self.namespace,
             "successors": list(self.successors),
+            "focus": list(self.focus),
         }

@@ -151,6 +151,9 @@ def dual_path_search(
         prev_score = score
         path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
         text, shown = render(st, node, path)
+        focus = ()
+        if node.kind == NodeKind.FRAGMENT:
+            focus = tuple(sorted(shown, key=lambda m: -sem.message_scores.get(m, 0.0)))
         hits.append(
             MemoryHit(
                 node_id=nid,
@@ -167,6 +170,7 @@ def dual_path_search(
                 label=node.label,
                 namespace=st.namespace,
                 successors=tuple(s.id for s in st.graph.successors_of(nid)),
+                focus=focus,
             )
         )
     return hits

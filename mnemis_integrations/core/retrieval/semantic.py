@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,6 +23,7 @@ class SemanticResult:
     scores: dict[str, float]  # node id -> path score in [0, 1]
     raw: dict[str, float]  # node id -> raw cosine (fragments: the mixed cosine), for every scored node
     expanded: dict[str, str]  # node id -> the hit it was expanded from
+    message_scores: dict[str, float] = field(default_factory=dict)  # message id -> its own match to the query
 
 
 def fragment_similarity_reference(msg_sims: dict[str, float], frag_sources: list[str], centroid_sim: float, w: float) -> float:
@@ -102,7 +103,22 @@ def semantic_path(
         named = {n.lower() for n in lexical_skip}
         bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
         msg_sims = {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
-    return _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
+    result = _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
+    result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
+    return result
+
+
+def _message_scores(msg_sims: dict[str, float], lex: dict[str, float], lex_max: float, lw: float) -> dict[str, float]:
+    """Each scored message's match, mixed as fragments are: normalised cosine and BM25.
+
+    >>> _message_scores({"a": 0.8, "b": 0.9}, {"a": 2.0}, 2.0, 0.5)
+    {'a': 0.5, 'b': 0.5}
+    """
+    if not msg_sims:
+        return {}
+    ids = list(msg_sims)
+    norm = _minmax(np.fromiter((msg_sims[i] for i in ids), np.float64, len(ids)))
+    return {i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0)) for i, n in zip(ids, norm)}
 
 
 def _sample(allowed: set[str], n: int) -> list[str]:

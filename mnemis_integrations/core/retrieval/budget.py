@@ -1,0 +1,81 @@
+"""Fit ranked hits into a reader's token budget: breadth first, then depth.
+
+A fragment hit carries several messages, and usually only one or two of them match the query.
+Shown whole, a few fragments fill a small budget and crowd out evidence that sits elsewhere
+(questions whose answer is spread over sessions suffer most); cut to single messages, the
+turns around a match are lost. So the budget is spent in three passes, rank order kept:
+
+1. breadth: the first ``breadth_hits`` hits, each fragment narrowed to its
+   ``breadth_messages`` best-matching messages (``MemoryHit.focus``);
+2. depth: round after round, each shown fragment gets its next best message back;
+3. more breadth: further hits, narrowed, while they fit.
+
+A hit that does not fit ends the adding of hits (a later, smaller one would jump the ranking).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+from ..config import ContextConfig
+from .results import MemoryHit
+
+__all__ = ["fit_to_budget"]
+
+Rerender = Callable[[MemoryHit, Collection[str]], MemoryHit]
+
+
+def fit_to_budget(
+    hits: Sequence[MemoryHit],
+    max_tokens: int,
+    config: ContextConfig,
+    rerender: Rerender,
+    count: Callable[[str], int],
+) -> list[MemoryHit]:
+    """The hits, in their order, narrowed so that their texts total at most ``max_tokens``.
+
+    Args:
+        hits: ranked hits, best first.
+        max_tokens: the budget, counted with ``count`` over each hit's ``text``.
+        config: how many hits and messages the breadth pass shows.
+        rerender: the hit showing only the given message ids (its headline kept).
+        count: tokens of a text.
+    """
+    shown: dict[int, MemoryHit] = {}
+    kept: dict[int, list[str]] = {}
+    cost: dict[int, int] = {}
+    used = 0
+
+    def narrowable(i: int) -> bool:
+        return hits[i].kind == "fragment" and len(hits[i].focus) > 0
+
+    def attempt(i: int, ids: list[str] | None) -> bool:
+        nonlocal used
+        hit = hits[i] if ids is None or len(ids) >= len(hits[i].focus) else rerender(hits[i], ids)
+        c = count(hit.text)
+        if used - cost.get(i, 0) + c > max_tokens:
+            return False
+        used += c - cost.get(i, 0)
+        shown[i], cost[i] = hit, c
+        if ids is not None:
+            kept[i] = ids
+        return True
+
+    def add_hits(start: int, stop: int) -> int:
+        for i in range(start, stop):
+            ids = list(hits[i].focus[: config.breadth_messages]) if narrowable(i) else None
+            if not attempt(i, ids):
+                return i
+        return stop
+
+    stopped_at = add_hits(0, min(config.breadth_hits, len(hits)))
+    grew = True
+    while grew:
+        grew = False
+        for i in sorted(kept):
+            rest = [m for m in hits[i].focus if m not in kept[i]]
+            if rest and attempt(i, kept[i] + rest[:1]):
+                grew = True
+    if stopped_at == min(config.breadth_hits, len(hits)):
+        add_hits(stopped_at, len(hits))
+    return [shown[i] for i in sorted(shown)]

@@ -1,0 +1,121 @@
+"""Fitting hits into a reader's token budget: breadth first, then depth, rank order kept."""
+
+from dataclasses import replace
+
+import pytest
+
+from mnemis_integrations import ContextConfig, InvalidQueryError, MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.retrieval.budget import fit_to_budget
+from mnemis_integrations.core.retrieval.results import MemoryHit
+from mnemis_integrations.core.tokens import count_tokens
+
+WORDS = len  # one token per character keeps the arithmetic of these tests visible
+
+
+def hit(name: str, messages: dict[str, str], focus: str, kind: str = "fragment") -> MemoryHit:
+    """A hit whose text is a 1-character headline plus one line per message, in id order."""
+    ids = tuple(sorted(messages))
+    return MemoryHit(node_id=name, kind=kind, text="h" + "".join(messages[i] for i in ids), source_ids=ids,
+                     score=1.0, semantic_score=1.0, relation_score=0.0, via=("semantic",), path=(name,),
+                     time=None, status="active", focus=tuple(focus) if kind == "fragment" else ())
+
+
+def rerender_from(table: dict[str, dict[str, str]]):
+    def rerender(h: MemoryHit, ids) -> MemoryHit:
+        shown = tuple(i for i in sorted(table[h.node_id]) if i in set(ids))
+        return replace(h, text="h" + "".join(table[h.node_id][i] for i in shown), source_ids=shown)
+    return rerender
+
+
+TABLE = {
+    "A": {"a": "aaaa", "b": "bbbb", "c": "cccc"},  # best message: c, then a
+    "B": {"d": "dddd", "e": "eeee", "f": "ffff"},  # best: e
+    "C": {"g": "gggg", "h": "hhhh"},
+}
+HITS = [hit("A", TABLE["A"], "cab"), hit("B", TABLE["B"], "edf"), hit("C", TABLE["C"], "hg")]
+
+
+def fit(budget, messages=1, hits=2):
+    cfg = ContextConfig(breadth_messages=messages, breadth_hits=hits)
+    return fit_to_budget(HITS, budget, cfg, rerender_from(TABLE), WORDS)
+
+
+def test_a_small_budget_shows_the_best_message_of_more_hits_instead_of_one_whole_hit():
+    out = fit(10)  # whole, A alone costs 13; narrowed, A and B cost 5 each
+    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("c",)), ("B", ("e",))]
+    assert all(h.text == "h" + "".join(TABLE[h.node_id][i] for i in h.source_ids) for h in out)
+
+
+def test_room_left_widens_hits_round_by_round_best_hit_first_then_adds_more_hits():
+    # Breadth: A{c} + B{e} = 10. Round 1: A{c,a} 14, B{e,d} 18. Round 2: A whole 22, B whole 26.
+    # Then C narrowed to {h} would cost 31 > 28: not added.
+    out = fit(28)
+    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f"))]
+    out = fit(40)
+    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f")), ("C", ("h",))]
+
+
+def test_fitted_hits_never_exceed_the_budget_and_keep_rank_order():
+    for budget in range(1, 60):
+        out = fit(budget, messages=2, hits=1)
+        assert sum(WORDS(h.text) for h in out) <= budget
+        assert [h.node_id for h in out] == ["A", "B", "C"][: len(out)]
+
+
+def test_a_hit_that_does_not_fit_stops_the_adding_of_later_hits():
+    big = hit("X", {"x": "x" * 50}, "x", kind="subtopic")  # no messages to narrow: shown whole or not at all
+    out = fit_to_budget([big, *HITS], 20, ContextConfig(breadth_messages=1, breadth_hits=4),
+                        rerender_from(TABLE), WORDS)
+    assert out == []
+
+
+# ------------------------------------------------------------------ through MnemisMemory
+
+CHAT = [
+    {"id": f"m{i}", "speaker": "ann", "text": t, "timestamp": f"2025-03-0{1 + i // 4}T09:0{i % 4}:00"}
+    for i, t in enumerate([
+        "The refund for order 42 timed out at the bank callback.",
+        "We also talked about the weather being rainy all week.",
+        "My cousin is visiting next month from Porto.",
+        "The bank says the refund callback is fixed now.",
+        "Acme wants the pricing plan v2 draft by Friday.",
+        "Lunch at the noodle place was great again.",
+        "The printer on floor two is out of toner.",
+        "Acme confirmed the pricing plan v2 with seats.",
+    ])
+]
+
+
+@pytest.fixture(scope="module")
+def memory():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(CHAT, namespace="u1")
+    return mem
+
+
+def test_search_with_max_tokens_fits_and_keeps_text_and_sources_in_agreement(memory):
+    full = memory.search("refund bank callback", k=10, namespace="u1")
+    assert sum(count_tokens(h.text) for h in full) > 60
+    fitted = memory.search("refund bank callback", k=10, namespace="u1", max_tokens=60)
+    assert 0 < sum(count_tokens(h.text) for h in fitted) <= 60
+    assert [h.node_id for h in fitted] == [h.node_id for h in full][: len(fitted)]
+    for h in fitted:
+        for m in CHAT:
+            assert (m["text"] in h.text) == (m["id"] in h.source_ids)
+
+
+def test_focus_puts_the_matching_message_first_and_a_narrowed_fragment_shows_it(memory):
+    top = memory.search("refund bank callback", k=3, namespace="u1")[0]
+    assert top.kind == "fragment" and sorted(top.focus) == sorted(top.source_ids)
+    assert top.focus[0] in {"m0", "m3"}
+    narrowed = memory.fit_to_budget([top], count_tokens(top.text) - 1,
+                                    config=memory.config.with_(context={"breadth_messages": 1}))
+    assert narrowed and top.focus[0] in narrowed[0].source_ids
+    assert len(narrowed[0].source_ids) < len(top.source_ids)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True, "100"])
+def test_bad_budget_is_refused(memory, bad):
+    with pytest.raises(InvalidQueryError, match="max_tokens"):
+        memory.search("refund", k=3, namespace="u1", max_tokens=bad)
