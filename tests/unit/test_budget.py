@@ -119,3 +119,19 @@ def test_focus_puts_the_matching_message_first_and_a_narrowed_fragment_shows_it(
 def test_bad_budget_is_refused(memory, bad):
     with pytest.raises(InvalidQueryError, match="max_tokens"):
         memory.search("refund", k=3, namespace="u1", max_tokens=bad)
+
+
+def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages([
+        {"id": "q", "speaker": "Tim", "text": "John, which books have you been reading lately?"},
+        {"id": "a", "speaker": "John", "text": "Mostly Dune, and a book on habits."},
+        {"id": "r", "speaker": "Tim", "text": "Books are great, I love reading books about books."},
+    ], namespace="u1")
+    def fragment(query):
+        return next(h for h in mem.search(query, k=3, namespace="u1") if h.kind == "fragment")
+
+    top = fragment("What books has John read?")
+    assert set(top.source_ids) == {"q", "a", "r"}
+    assert top.focus[0] == "a"  # John's own answer, though Tim's lines match "books" better
+    assert fragment("what books are great?").focus[0] != "a"

@@ -50,6 +50,21 @@ def _vagueness(st: NamespaceState, query: str) -> float:
     return 1.0 / (1 + len(specific))
 
 
+def _named_speakers(st: NamespaceState, query: str) -> frozenset[str]:
+    """Speakers the query names ("What books has John read?"): their own words are the likely evidence."""
+    speakers = memo(st, "speakers", None, lambda: frozenset(m.speaker for m in st.messages.values()))
+    low = query.lower()
+    return frozenset(s for s in speakers if s and re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", low))
+
+
+def _focus(st: NamespaceState, shown: tuple[str, ...], scores: dict[str, float], named: frozenset[str]) -> tuple[str, ...]:
+    """A fragment's messages in the order a budget keeps them: a named speaker's own first, then by match.
+
+    On LoCoMo dev, putting the named speaker's messages first added 1.4 points of recall at 512 tokens.
+    """
+    return tuple(sorted(shown, key=lambda m: (st.messages[m].speaker not in named, -scores.get(m, 0.0))))
+
+
 def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
     times = {i: st.node(i).event_time for i in ids}
     known = sorted({t for t in times.values() if t is not None})
@@ -128,6 +143,7 @@ def dual_path_search(
                     successors[nid] = succ
     ranked, moved = place_successors(ranked, successors)
 
+    named = _named_speakers(st, query)
     hits: list[MemoryHit] = []
     prev_score = None
     for nid in ranked:
@@ -151,9 +167,7 @@ def dual_path_search(
         prev_score = score
         path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
         text, shown = render(st, node, path)
-        focus = ()
-        if node.kind == NodeKind.FRAGMENT:
-            focus = tuple(sorted(shown, key=lambda m: -sem.message_scores.get(m, 0.0)))
+        focus = _focus(st, shown, sem.message_scores, named) if node.kind == NodeKind.FRAGMENT else ()
         hits.append(
             MemoryHit(
                 node_id=nid,
