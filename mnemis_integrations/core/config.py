@@ -180,11 +180,13 @@ class ContextConfig(_Frozen):
     A fragment shows its headline and its messages; under a budget it first shows only the
     ``breadth_messages`` that match the query best, for the first ``breadth_hits`` hits, so
     evidence spread over many places fits; then it widens those hits one message at a time
-    (best hit first, round after round), then adds further hits the same way while room is left.
+    (best hit first, round after round), then adds further hits, narrowed to ``later_messages``,
+    while room is left.
     """
 
     breadth_messages: int = Field(2, ge=1, description="Messages a fragment shows before any is widened.")
     breadth_hits: int = Field(5, ge=1, description="Hits shown narrowly before the widening rounds.")
+    later_messages: int = Field(1, ge=1, description="Messages each hit after the widened ones shows.")
 
 
 class LimitsConfig(_Frozen):

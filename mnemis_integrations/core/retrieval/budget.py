@@ -7,8 +7,8 @@ turns around a match are lost. So the budget is spent in three passes, rank orde
 
 1. breadth: the first ``breadth_hits`` hits, each fragment narrowed to its
    ``breadth_messages`` best-matching messages (``MemoryHit.focus``);
-2. depth: round after round, each shown fragment gets its next best message back;
-3. more breadth: further hits, narrowed, while they fit.
+2. depth: round after round, each of those fragments gets its next best message back;
+3. more breadth: further hits, each narrowed to ``later_messages``, while they fit.
 
 A hit that does not fit ends the adding of hits (a later, smaller one would jump the ranking).
 """
@@ -61,14 +61,14 @@ def fit_to_budget(
             kept[i] = ids
         return True
 
-    def add_hits(start: int, stop: int) -> int:
+    def add_hits(start: int, stop: int, messages: int) -> int:
         for i in range(start, stop):
-            ids = list(hits[i].focus[: config.breadth_messages]) if narrowable(i) else None
+            ids = list(hits[i].focus[:messages]) if narrowable(i) else None
             if not attempt(i, ids):
                 return i
         return stop
 
-    stopped_at = add_hits(0, min(config.breadth_hits, len(hits)))
+    stopped_at = add_hits(0, min(config.breadth_hits, len(hits)), config.breadth_messages)
     grew = True
     while grew:
         grew = False
@@ -77,5 +77,5 @@ def fit_to_budget(
             if rest and attempt(i, kept[i] + rest[:1]):
                 grew = True
     if stopped_at == min(config.breadth_hits, len(hits)):
-        add_hits(stopped_at, len(hits))
+        add_hits(stopped_at, len(hits), config.later_messages)
     return [shown[i] for i in sorted(shown)]
