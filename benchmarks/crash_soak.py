@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
-import _crash_worker as worker  # noqa: E402
+import _crash_worker as worker
 
 
 def main() -> int:

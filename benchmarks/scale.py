@@ -52,8 +52,7 @@ NS = "bench"
 SPEAKERS = ("Ann", "Ben")
 _SYL_LOWER = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]  # 70 syllables for topic words
 _SYL_NAME = [c + v for c in "BCDGHJKLMNPRSTVWZ" for v in "aeiouy"]  # 102 for names
-FILLER = ("i think the we should maybe about with for next week again really still that was "
-          "just then also because so it is on our plan").split()
+FILLER = ["i", "think", "the", "we", "should", "maybe", "about", "with", "for", "next", "week", "again", "really", "still", "that", "was", "just", "then", "also", "because", "so", "it", "is", "on", "our", "plan"]
 RELATION_LABELS = ("works_with", "owns", "reports_to", "depends_on", "met")
 
 

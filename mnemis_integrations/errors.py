@@ -8,17 +8,17 @@ or one precise kind.
 from __future__ import annotations
 
 __all__ = [
-    "MnemisError",
-    "InvalidMessageError",
+    "ConfigError",
     "DuplicateMessageError",
-    "InvalidQueryError",
-    "NamespaceNotFoundError",
+    "EmbedderMismatchError",
+    "InvalidMessageError",
     "InvalidNamespaceError",
+    "InvalidQueryError",
+    "MissingDependencyError",
+    "MnemisError",
+    "NamespaceNotFoundError",
     "NodeNotFoundError",
     "StoreError",
-    "EmbedderMismatchError",
-    "ConfigError",
-    "MissingDependencyError",
 ]
 
 

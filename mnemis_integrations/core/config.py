@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .model import EdgeKind
 
-__all__ = ["BuildConfig", "SemanticConfig", "RelationConfig", "FusionConfig", "ContextConfig", "LimitsConfig", "MemoryConfig"]
+__all__ = ["BuildConfig", "ContextConfig", "FusionConfig", "LimitsConfig", "MemoryConfig", "RelationConfig", "SemanticConfig"]
 
 
 class _Frozen(BaseModel):
@@ -206,7 +206,7 @@ class MemoryConfig(_Frozen):
     context: ContextConfig = ContextConfig()
     limits: LimitsConfig = LimitsConfig()
 
-    def with_(self, **sections: dict) -> "MemoryConfig":
+    def with_(self, **sections: dict) -> MemoryConfig:
         """Copy with nested updates, e.g. ``cfg.with_(fusion={"alpha_rule": "fixed"})``."""
         update = {}
         for name, values in sections.items():

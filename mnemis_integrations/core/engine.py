@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     ConfigError,
@@ -26,8 +27,8 @@ from .embedders import as_embedder, profile_for
 from .graph import MemoryGraph
 from .messages import coerce_messages, parse_timestamp, validate_namespace
 from .model import Message
-from .retrieval.cache import PathCache
 from .retrieval.budget import fit_to_budget
+from .retrieval.cache import PathCache
 from .retrieval.render import render
 from .retrieval.results import MemoryHit
 from .retrieval.search import dual_path_search
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from .maintenance.forget import ForgetReport
     from .maintenance.health import HealthReport, RebalanceReport
 
-__all__ = ["MnemisMemory", "IngestReport"]
+__all__ = ["IngestReport", "MnemisMemory"]
 
 
 def _open_store(path: str | Path | None, backend: str | None):
@@ -395,7 +396,7 @@ class MnemisMemory:
         with self._lock:
             self._store.close()
 
-    def __enter__(self) -> "MnemisMemory":
+    def __enter__(self) -> MnemisMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,7 +7,7 @@ linked by several kinds at once.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import networkx as nx
 
@@ -166,7 +166,7 @@ class MemoryGraph:
         }
 
     @classmethod
-    def from_data(cls, data: dict) -> "MemoryGraph":
+    def from_data(cls, data: dict) -> MemoryGraph:
         g = cls(data["namespace"])
         for nd in data["nodes"]:
             g.add_node(Node.from_dict(nd))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import InvalidMessageError, InvalidNamespaceError
 from .config import LimitsConfig
 from .model import Message
 
-__all__ = ["coerce_messages", "validate_namespace", "parse_timestamp"]
+__all__ = ["coerce_messages", "parse_timestamp", "validate_namespace"]
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 

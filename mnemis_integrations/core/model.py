@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
-__all__ = ["NodeKind", "EdgeKind", "Status", "Message", "Node", "Edge", "HIERARCHY_KINDS"]
+__all__ = ["HIERARCHY_KINDS", "Edge", "EdgeKind", "Message", "Node", "NodeKind", "Status"]
 
 
 class NodeKind(str, Enum):
@@ -55,7 +55,7 @@ class Message:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Message":
+    def from_dict(cls, d: dict) -> Message:
         ts = d.get("timestamp")
         return cls(
             id=d["id"],
@@ -106,7 +106,7 @@ class Node:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Node":
+    def from_dict(cls, d: dict) -> Node:
         def dt(v):
             return datetime.fromisoformat(v) if v else None
 
@@ -149,7 +149,7 @@ class Edge:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Edge":
+    def from_dict(cls, d: dict) -> Edge:
         ts = d.get("created_at")
         return cls(
             src=d["src"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .config import MemoryConfig
 
-__all__ = ["DEFAULT", "SEMANTIC_ONLY", "RELATION_FIRST", "LARGE_GRAPH"]
+__all__ = ["DEFAULT", "LARGE_GRAPH", "RELATION_FIRST", "SEMANTIC_ONLY"]
 
 # The validated default: both paths, design alpha rule, expansion and top-up on.
 DEFAULT = MemoryConfig()

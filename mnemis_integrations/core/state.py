@@ -42,13 +42,13 @@ class NamespaceState:
             self.node_vectors = VectorIndex(self.dim)
 
     @classmethod
-    def empty(cls, namespace: str, dim: int) -> "NamespaceState":
+    def empty(cls, namespace: str, dim: int) -> NamespaceState:
         return cls(namespace=namespace, dim=dim, graph=MemoryGraph(namespace))
 
     @classmethod
     def restore(
         cls, namespace: str, dim: int, graph: MemoryGraph, messages: list[Message], msg_keys: list[str], msg_vecs: np.ndarray
-    ) -> "NamespaceState":
+    ) -> NamespaceState:
         st = cls(namespace=namespace, dim=dim, graph=graph)
         st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
         st.msg_vectors.upsert(msg_keys, msg_vecs)

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["count_tokens", "get_tokenizer", "TiktokenTokenizer", "RegexTokenizer"]
+__all__ = ["RegexTokenizer", "TiktokenTokenizer", "count_tokens", "get_tokenizer"]
 
 _WORDISH = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
@@ -58,7 +58,7 @@ def get_tokenizer():
         import tiktoken
 
         return TiktokenTokenizer(tiktoken.get_encoding("cl100k_base"))
-    except Exception:  # no cached file and no network: counting must still work
+    except Exception:  # noqa: BLE001 - no cached file and no network: counting must still work
         return RegexTokenizer()
 
 

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from test_falkordb_store import falkordb, store, url  # noqa: F401  (fixtures, and the import skip)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
-from test_hostile_input import INJECTIONS  # noqa: E402
-from test_isolation import NAMESPACES, WORDS, _marker  # noqa: E402
+from test_hostile_input import INJECTIONS
+from test_isolation import NAMESPACES, WORDS, _marker
 
-from mnemis_integrations import MnemisMemory  # noqa: E402
-from mnemis_integrations.core.embedders import HashingEmbedder  # noqa: E402
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
 
 pytestmark = [pytest.mark.falkordb, pytest.mark.enable_socket]
 

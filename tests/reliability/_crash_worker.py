@@ -15,10 +15,7 @@ from __future__ import annotations
 import random
 import sys
 
-WORDS = (
-    "refund invoice shipping parcel courier timeout lunch budget Alice Bob Paris Berlin "
-    "meeting deadline laptop battery garden tomato piano lesson doctor appointment"
-).split()
+WORDS = ["refund", "invoice", "shipping", "parcel", "courier", "timeout", "lunch", "budget", "Alice", "Bob", "Paris", "Berlin", "meeting", "deadline", "laptop", "battery", "garden", "tomato", "piano", "lesson", "doctor", "appointment"]
 
 
 def batch_ids(batch: int, size: int) -> list[str]:

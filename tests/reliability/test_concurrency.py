@@ -12,9 +12,9 @@ import sys
 import threading
 from pathlib import Path
 
+import _crash_worker as worker
 import pytest
 
-import _crash_worker as worker
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 

@@ -12,9 +12,9 @@ import signal
 import sqlite3
 import sys
 
+import _crash_worker as worker
 import pytest
 
-import _crash_worker as worker
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
 

@@ -11,7 +11,7 @@ from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
 
 NAMESPACES = ["tenant-a", "tenant-b", "org:c@x"]
-WORDS = "refund parcel courier lunch Paris Berlin Alice Bob piano tomato invoice budget".split()
+WORDS = ["refund", "parcel", "courier", "lunch", "Paris", "Berlin", "Alice", "Bob", "piano", "tomato", "invoice", "budget"]
 RAN = {"isolation": 0}
 VIOLATIONS = {"isolation": 0}
 

@@ -10,12 +10,13 @@ before it is applied and may accept, rename, merge or split.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
-__all__ = ["Placement", "ReviewHook", "choose_parent", "label_from_keywords", "accept_all"]
+__all__ = ["Placement", "ReviewHook", "accept_all", "choose_parent", "label_from_keywords"]
 
 
 @dataclass(frozen=True)

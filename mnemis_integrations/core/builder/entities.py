@@ -9,12 +9,12 @@ unless the same word is also seen capitalised mid-sentence.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 from ..text import STOPWORDS, has_cjk, normalise_name
 
-__all__ = ["extract_entities", "EntityMention"]
+__all__ = ["EntityMention", "extract_entities"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _CAP_SEQ = re.compile(
@@ -26,13 +26,7 @@ _VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
 _ZH_PLAN = re.compile(r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)")
 # Capitalised words that open sentences or fill chat but name nothing.
 _NOT_NAMES = frozenset(
-    """i i'm i've i'd i'll im the a an my your our their his her its this that these those it we you they he she
-    hey hi hello thanks thank yes yeah no oh ok okay wow sure great good nice cool awesome sounds sorry please
-    well so but and or also just really what when where why how who which yesterday today tomorrow tonight
-    last next monday tuesday wednesday thursday friday saturday sunday january february march april may june
-    july august september october november december mom dad lol haha omg btw anyway let let's can could would
-    should will did do does have has had is are was were be being been if as at on in to for with by from
-    congrats congratulations absolutely definitely totally exactly right love glad happy hope here there""".split()
+    ["i", "i'm", "i've", "i'd", "i'll", "im", "the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those", "it", "we", "you", "they", "he", "she", "hey", "hi", "hello", "thanks", "thank", "yes", "yeah", "no", "oh", "ok", "okay", "wow", "sure", "great", "good", "nice", "cool", "awesome", "sounds", "sorry", "please", "well", "so", "but", "and", "or", "also", "just", "really", "what", "when", "where", "why", "how", "who", "which", "yesterday", "today", "tomorrow", "tonight", "last", "next", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "mom", "dad", "lol", "haha", "omg", "btw", "anyway", "let", "let's", "can", "could", "would", "should", "will", "did", "do", "does", "have", "has", "had", "is", "are", "was", "were", "be", "being", "been", "if", "as", "at", "on", "in", "to", "for", "with", "by", "from", "congrats", "congratulations", "absolutely", "definitely", "totally", "exactly", "right", "love", "glad", "happy", "hope", "here", "there"]
 )
 # Inside Chinese text there are no word boundaries, so Latin names need their own pattern.
 _LATIN_IN_CJK = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z0-9]+(?:\s[A-Z][A-Za-z0-9]+)*")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..text import STOPWORDS
 
-__all__ = ["has_change_cue", "pick_superseded", "pick_superseded_many", "pick_references", "relation_label"]
+__all__ = ["has_change_cue", "pick_references", "pick_superseded", "pick_superseded_many", "relation_label"]
 
 # Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
 # cue ("now") would mark ordinary follow-ups as replacements and demote true facts. The second

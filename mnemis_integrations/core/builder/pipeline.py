@@ -28,7 +28,7 @@ from .link import has_change_cue, pick_references, pick_superseded_many, relatio
 from .segment import segment
 from .summarise import fragment_label, headline, keywords_for, summary_line
 
-__all__ = ["OfflineBuilder", "BuildReport"]
+__all__ = ["BuildReport", "OfflineBuilder"]
 
 
 @dataclass

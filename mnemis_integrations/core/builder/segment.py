@@ -8,14 +8,14 @@ is less similar to the running segment than the embedder's drift threshold).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
-from typing import Callable
 
 import numpy as np
 
 from ..model import Message
 
-__all__ = ["segment", "opens_new_topic"]
+__all__ = ["opens_new_topic", "segment"]
 
 _TOPIC_CUES = re.compile(
     r"^\W*(anyway|anyways|by the way|btw|speaking of|on another note|changing the subject|another thing|"
@@ -49,7 +49,7 @@ def segment(
     drift_threshold: float,
     tail: tuple[list[Message], np.ndarray] | None = None,
     max_tokens: int | None = None,
-    count_tokens: "Callable[[str], int] | None" = None,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> list[list[int]]:
     """Group message indices into topic segments, in order.
 
@@ -81,11 +81,7 @@ def segment(
         cut = False
         m_tokens = size(f"{m.speaker}: {m.text}") if size else 0
         if cur_len:
-            if cur_len >= max_messages:
-                cut = True
-            elif size and cur_tokens + m_tokens > max_tokens:
-                cut = True
-            elif last_msg is not None and _gap_minutes(last_msg.timestamp, m.timestamp) > time_gap_minutes:
+            if cur_len >= max_messages or size and cur_tokens + m_tokens > max_tokens or last_msg is not None and _gap_minutes(last_msg.timestamp, m.timestamp) > time_gap_minutes:
                 cut = True
             elif cur_len >= min_messages:
                 centroid = cur_sum / (np.linalg.norm(cur_sum) or 1.0)

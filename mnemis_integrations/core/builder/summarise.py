@@ -16,7 +16,7 @@ from datetime import datetime
 from ..model import Message
 from ..text import content_words, format_date
 
-__all__ = ["keywords_for", "summary_line", "headline", "fragment_label"]
+__all__ = ["fragment_label", "headline", "keywords_for", "summary_line"]
 
 _NUMBER = re.compile(r"\b\d[\d,.:/%-]*\b")
 

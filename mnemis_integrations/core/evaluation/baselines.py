@@ -18,26 +18,27 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .datasets import format_session_date
 
 __all__ = [
+    "BM25Retriever",
     "BaselineHit",
-    "Unit",
+    "Chunk3Retriever",
+    "DenseRetriever",
     "EmbeddingCache",
-    "tokenize",
+    "HybridRetriever",
+    "Unit",
     "rrf_fuse",
+    "tokenize",
     "turn_units",
     "window_units",
-    "BM25Retriever",
-    "DenseRetriever",
-    "HybridRetriever",
-    "Chunk3Retriever",
 ]
 
 RRF_K = 60  # Cormack et al. 2009; large enough that rank 1 vs 2 differ by only ~1.6%

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...errors import ConfigError, MnemisError
 from .runner import DEFAULT_BUDGETS, DEFAULT_K, SYSTEM_NAMES

@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ...errors import ConfigError
 
 __all__ = [
+    "LOCOMO_CATEGORIES",
+    "Benchmark",
+    "Conversation",
+    "EvidenceStats",
     "Question",
     "Session",
-    "Conversation",
-    "Benchmark",
-    "EvidenceStats",
-    "LOCOMO_CATEGORIES",
-    "normalise_evidence",
-    "parse_locomo_datetime",
     "format_session_date",
     "load_locomo",
+    "normalise_evidence",
+    "parse_locomo_datetime",
 ]
 
 # LoCoMo's numeric ids; the paper lists them in another order (see /work/shared/data/SOURCES.md).
@@ -39,7 +40,7 @@ LOCOMO_CATEGORIES: dict[int, str] = {
     5: "adversarial",
 }
 
-_MONTHS = "january february march april may june july august september october november december".split()
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ def normalise_evidence(
 
 
 _LOCOMO_DT = re.compile(
-    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I
+    r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.IGNORECASE
 )
 
 

@@ -15,17 +15,18 @@ per category.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = [
-    "normalise_text",
-    "pack_context",
+    "aggregate",
     "budget_recall",
     "budget_recalls",
+    "normalise_text",
+    "pack_context",
+    "percentile",
     "recall_at_k",
     "reciprocal_rank",
-    "percentile",
-    "aggregate",
 ]
 
 TokenCounter = Callable[[str], int]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ...errors import MissingDependencyError
 
-__all__ = ["write_reports", "markdown_report", "plot_recall_vs_budget"]
+__all__ = ["markdown_report", "plot_recall_vs_budget", "write_reports"]
 
 _MULTI_HOP = "multi-hop"
 

@@ -13,8 +13,9 @@ for, and ``mnemis:<recipe>`` runs the engine with a named config from
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from ...errors import ConfigError
 from . import metrics
@@ -22,11 +23,11 @@ from .baselines import BM25Retriever, Chunk3Retriever, DenseRetriever, Embedding
 from .datasets import Benchmark, Conversation, Question
 
 __all__ = [
-    "SYSTEM_NAMES",
     "DEFAULT_BUDGETS",
     "DEFAULT_K",
-    "System",
+    "SYSTEM_NAMES",
     "ExtraMetric",
+    "System",
     "make_system",
     "run_benchmark",
 ]
@@ -246,7 +247,7 @@ def run_benchmark(
         raise ConfigError("no systems to run")
     if k < 1 or not budgets or min(budgets) < 1:
         raise ConfigError(f"k and every budget must be positive (k={k}, budgets={list(budgets)})")
-    budgets = sorted(set(int(b) for b in budgets))
+    budgets = sorted({int(b) for b in budgets})
     say = progress or (lambda _line: None)
     extra = dict(extra_metrics or {})
     if embedder is None:

@@ -3,7 +3,7 @@ message vectors kept for fragment scoring and re-clustering without re-embedding
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import faiss
 import numpy as np
@@ -155,7 +155,7 @@ class VectorIndex:
         return keys, self.get_many(keys)
 
     @classmethod
-    def from_arrays(cls, dim: int, keys: Sequence[str], vectors: np.ndarray) -> "VectorIndex":
+    def from_arrays(cls, dim: int, keys: Sequence[str], vectors: np.ndarray) -> VectorIndex:
         idx = cls(dim)
         idx.upsert(list(keys), vectors)
         return idx

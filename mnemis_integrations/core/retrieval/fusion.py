@@ -6,20 +6,24 @@ Pure functions over plain dicts and lists, each small enough to read at a glance
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = [
-    "NORMALISERS",
-    "normaliser",
-    "alpha_for",
     "ALPHA_RULES",
-    "fuse",
+    "NORMALISERS",
+    "alpha_for",
     "collapse_overlaps",
-    "top_up",
-    "place_successors",
+    "fuse",
     "mmr_order",
+    "normaliser",
+    "place_successors",
+    "top_up",
 ]
 
 
@@ -173,7 +177,7 @@ def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tup
     return out, moved
 
 
-def mmr_order(ranked: list[str], scores: dict[str, float], vectors: "np.ndarray", weight: float, limit: int) -> list[str]:
+def mmr_order(ranked: list[str], scores: dict[str, float], vectors: np.ndarray, weight: float, limit: int) -> list[str]:
     """Greedy maximal marginal relevance over the first ``limit`` of ``ranked``.
 
     ``vectors`` holds one row per id of ``ranked[:limit]``, L2-normalised. Each step takes the

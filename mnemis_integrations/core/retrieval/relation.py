@@ -19,7 +19,7 @@ from ..state import NamespaceState
 from ..text import has_cjk, normalise_name
 from .cache import fragment_count, is_large, memo
 
-__all__ = ["RelationResult", "relation_path", "decay", "DECAYS"]
+__all__ = ["DECAYS", "RelationResult", "decay", "relation_path"]
 
 
 def _inverse(d: int) -> float:

@@ -15,7 +15,7 @@ from ..model import NodeKind
 from ..state import NamespaceState
 from .cache import is_large, memo
 
-__all__ = ["SemanticResult", "semantic_path", "fragment_similarity_reference"]
+__all__ = ["SemanticResult", "fragment_similarity_reference", "semantic_path"]
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ...errors import StoreError
 from ..model import Message
 from .base import StoredNamespace
 
-__all__ = ["SQLiteStore", "FORMAT_VERSION"]
+__all__ = ["FORMAT_VERSION", "SQLiteStore"]
 
 FORMAT_VERSION = "1"
 
