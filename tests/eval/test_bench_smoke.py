@@ -158,3 +158,34 @@ def test_runner_takes_generic_questions_with_string_categories_and_extra_metrics
         assert block["overall"]["budget_recall@64"] == 1.0
     paths = write_reports(result, tmp_path, plot=False)
     assert "current_state_first" in paths["markdown"].read_text()
+
+
+def test_a_system_with_its_own_budget_fitting_is_scored_on_it_and_its_plain_packing_is_reported():
+    from types import SimpleNamespace
+
+    t0 = datetime(2024, 1, 1, 9, 0)
+    messages = [{"id": "m1", "speaker": "user", "text": "The launch moved to June.", "timestamp": t0}]
+    bench = Benchmark("fit", [Conversation("s1", messages, [Question("s1:q0", "When is the launch?", ("m1",), 1)],
+                                           turn_texts={"m1": "The launch moved to June."})])
+    whole = SimpleNamespace(text="filler " * 40 + "The launch moved to June.", source_ids=("m1",))
+    narrowed = SimpleNamespace(text="The launch moved to June.", source_ids=("m1",))
+    fitted_budgets = []
+
+    class Fitting:
+        def ingest(self, messages, namespace):
+            pass
+
+        def search(self, query, k, namespace):
+            return [whole]
+
+        def fit(self, hits, budget):
+            fitted_budgets.append(budget)
+            return [narrowed] if budget < 40 else list(hits)
+
+    result = run_benchmark(bench, ["fitting", "bm25"], budgets=[16, 64], k=3, embedder=HashingEmbedder(),
+                           factory=lambda name, emb: Fitting() if name == "fitting" else make_system(name, emb))
+    fitting, bm25 = result["systems"]["fitting"]["overall"], result["systems"]["bm25"]["overall"]
+    assert fitted_budgets == [16, 64]
+    assert (fitting["budget_recall@16"], fitting["prefix_recall@16"]) == (1.0, 0.0)
+    assert (fitting["budget_recall@64"], fitting["prefix_recall@64"]) == (1.0, 1.0)
+    assert "prefix_recall@16" not in bm25 or bm25["prefix_recall@16"] is None
