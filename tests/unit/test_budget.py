@@ -52,8 +52,15 @@ def test_room_left_widens_hits_round_by_round_best_hit_first_then_adds_more_hits
     # Then C narrowed to {h} would cost 31 > 28: not added.
     out = fit(28)
     assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f"))]
-    out = fit(40)
+    out = fit(33)  # C{h} fits (31); C whole would cost 35
     assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f")), ("C", ("h",))]
+
+
+def test_room_left_after_every_hit_is_shown_gives_the_later_hits_their_messages_back():
+    out = fit(35)
+    assert [(h.node_id, h.source_ids) for h in out] == [
+        ("A", ("a", "b", "c")), ("B", ("d", "e", "f")), ("C", ("g", "h"))]
+    assert [h.text for h in out] == [h.text for h in HITS]  # nothing narrowed: the hits as searched
 
 
 def test_fitted_hits_never_exceed_the_budget_and_keep_rank_order():

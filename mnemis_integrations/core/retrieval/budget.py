@@ -8,7 +8,8 @@ turns around a match are lost. So the budget is spent in three passes, rank orde
 1. breadth: the first ``breadth_hits`` hits, each fragment narrowed to its
    ``breadth_messages`` best-matching messages (``MemoryHit.focus``);
 2. depth: round after round, each of those fragments gets its next best message back;
-3. more breadth: further hits, each narrowed to ``later_messages``, while they fit.
+3. more breadth: further hits, each narrowed to ``later_messages``, while they fit;
+   then, with room left, the depth rounds run again over every shown hit.
 
 A hit that does not fit ends the adding of hits (a later, smaller one would jump the ranking).
 """
@@ -68,14 +69,19 @@ def fit_to_budget(
                 return i
         return stop
 
-    stopped_at = add_hits(0, min(config.breadth_hits, len(hits)), config.breadth_messages)
-    grew = True
-    while grew:
-        grew = False
-        for i in sorted(kept):
-            rest = [m for m in hits[i].focus if m not in kept[i]]
-            if rest and attempt(i, kept[i] + rest[:1]):
-                grew = True
-    if stopped_at == min(config.breadth_hits, len(hits)):
-        add_hits(stopped_at, len(hits), config.later_messages)
+    def widen() -> None:
+        grew = True
+        while grew:
+            grew = False
+            for i in sorted(kept):
+                rest = [m for m in hits[i].focus if m not in kept[i]]
+                if rest and attempt(i, kept[i] + rest[:1]):
+                    grew = True
+
+    first = min(config.breadth_hits, len(hits))
+    stopped_at = add_hits(0, first, config.breadth_messages)
+    widen()
+    if stopped_at == first:
+        add_hits(first, len(hits), config.later_messages)
+        widen()  # room left after the later hits (a small memory shows them all): give messages back
     return [shown[i] for i in sorted(shown)]
