@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -44,9 +44,12 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
 
 
-def _scan(text: str, start: int) -> tuple[int, list[str], bool]:
-    """Walk from ``start`` (an opening bracket): (end index or -1, open-bracket stack, inside a string)."""
-    stack: list[str] = []
+def _string_states(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
+    r"""Each character from ``start`` with whether the text is inside a JSON string right after it.
+
+    >>> [(c, inside) for _, c, inside in _string_states('a"b\\"c"d')]
+    [('a', False), ('"', True), ('b', True), ('\\', True), ('"', True), ('c', True), ('"', False), ('d', False)]
+    """
     in_str = esc = False
     for i in range(start, len(text)):
         ch = text[i]
@@ -57,10 +60,19 @@ def _scan(text: str, start: int) -> tuple[int, list[str], bool]:
                 esc = True
             elif ch == '"':
                 in_str = False
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_str = True
-        elif ch in "{[":
+        yield i, ch, in_str
+
+
+def _scan(text: str, start: int) -> tuple[int, list[str], bool]:
+    """Walk from ``start`` (an opening bracket): (end index or -1, open-bracket stack, inside a string)."""
+    stack: list[str] = []
+    in_str = False
+    for i, ch, in_str in _string_states(text, start):
+        if in_str:
+            continue
+        if ch in "{[":
             stack.append(ch)
         elif ch in "}]" and stack and ((ch == "}" and stack[-1] == "{") or (ch == "]" and stack[-1] == "[")):
             stack.pop()
@@ -71,32 +83,18 @@ def _scan(text: str, start: int) -> tuple[int, list[str], bool]:
 
 def _fix_literals(s: str) -> str:
     """Python literals and trailing commas outside strings."""
-    out, i, in_str, esc = [], 0, False, False
-    while i < len(s):
-        ch = s[i]
-        if in_str:
-            out.append(ch)
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            i += 1
+    out: list[str] = []
+    skip_to = 0
+    for i, ch, in_str in _string_states(s):
+        if i < skip_to:
             continue
-        if ch == '"':
-            in_str = True
-            out.append(ch)
-            i += 1
-            continue
-        for lit, rep in _PY_LITERALS.items():
-            if s.startswith(lit, i) and not (i and (s[i - 1].isalnum() or s[i - 1] == "_")):
-                out.append(rep)
-                i += len(lit)
-                break
-        else:
-            out.append(ch)
-            i += 1
+        if not in_str and ch != '"':
+            lit = next((lit for lit in _PY_LITERALS if s.startswith(lit, i)), None)
+            if lit is not None and not (i and (s[i - 1].isalnum() or s[i - 1] == "_")):
+                out.append(_PY_LITERALS[lit])
+                skip_to = i + len(lit)
+                continue
+        out.append(ch)
     return _TRAILING_COMMA.sub(r"\1", "".join(out))
 
 
