@@ -2,21 +2,39 @@
 
     python scripts/compare_llm_builder.py [--record] [--scenarios atlas,brightwater]
 
-The LLM run goes through the cookbook's client (``ChatOpenAI`` on 127.0.0.1:8765, greedy) inside
-a vcrpy cassette, ``benchmarks/cassettes/llm_builder_scenarios.yaml``: replayed by default,
-recorded with ``--record`` (needs the server of ``scripts/record_cassettes.py``). Protocol
-``full``: one ingest per scenario. Writes ``benchmarks/llm_builder_scenarios.{json,md}``.
+The LLM run goes through the cookbook's client (``ChatOpenAI`` on 127.0.0.1:8765, greedy, each
+step's JSON schema enforced by llama.cpp) inside a vcrpy cassette kept gzipped,
+``benchmarks/cassettes/llm_builder_scenarios.yaml.gz``: replayed by default, recorded with
+``--record`` (needs the server of ``scripts/record_cassettes.py``). Protocol ``full``: one ingest
+per scenario. Writes ``benchmarks/llm_builder_scenarios.{json,md}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CASSETTE = ROOT / "benchmarks" / "cassettes" / "llm_builder_scenarios.yaml"
+CASSETTE = ROOT / "benchmarks" / "cassettes" / "llm_builder_scenarios.yaml.gz"
+
+
+@contextmanager
+def gzipped_cassette(cb, path: Path, record: bool):
+    """The cookbook's cassette, stored gzipped (hundreds of recorded exchanges compress about tenfold)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "cassette.yaml"
+        if not record:
+            plain.write_bytes(gzip.decompress(path.read_bytes()))
+        with cb.cassette(plain) as cas:
+            yield cas
+        if record:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
 
 
 def _graph_stats(mem, namespaces) -> dict:
@@ -82,8 +100,6 @@ def main(argv=None) -> dict:
     if args.record:
         os.environ["MNEMIS_RECORD"] = "1"
         os.environ.pop("CI", None)
-        CASSETTE.parent.mkdir(parents=True, exist_ok=True)
-        CASSETTE.unlink(missing_ok=True)
     orig_ingest = LLMBuilder.ingest
 
     def counting_ingest(self, st, new, vectors):
@@ -97,7 +113,7 @@ def main(argv=None) -> dict:
 
     LLMBuilder.ingest = counting_ingest
     try:
-        with cb.cassette(CASSETTE):
+        with gzipped_cassette(cb, CASSETTE, args.record):
             result = run_benchmark(bench, ["mnemis", "mnemis-llm", "bm25", "dense"], embedder=embedder,
                                    extra_metrics=EXTRA_METRICS, progress=Tally(), factory=factory)
     finally:

@@ -99,3 +99,22 @@ def test_decay_lowers_old_relation_hits_but_keeps_results(memory):
     old = {h.node_id: h.relation_score for h in plain}
     assert all(0.0 <= h.relation_score <= 1.0 for h in faded)
     assert faded != plain or not any(old.values())
+
+
+def test_as_of_shows_no_text_said_after_it_even_in_a_fragment_that_grew_later():
+    from mnemis_integrations import MnemisMemory
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages([{"id": "a", "speaker": "ann", "text": "The venue for the offsite is the lake hotel.",
+                       "timestamp": t0}], namespace="u1")
+    mem.add_messages([{"id": "b", "speaker": "bob", "text": "Offsite venue: the lake hotel is booked for May.",
+                       "timestamp": t0 + timedelta(minutes=2)}], namespace="u1")
+    now = [h for h in mem.search("offsite venue", k=5, namespace="u1") if h.kind == "fragment"]
+    assert now and set(now[0].source_ids) == {"a", "b"}  # one fragment: b continued a's topic
+    then = [h for h in mem.search("offsite venue", k=5, namespace="u1", as_of=t0 + timedelta(minutes=1))
+            if h.kind == "fragment"]
+    assert then and then[0].node_id == now[0].node_id
+    assert then[0].source_ids == ("a",) and "booked for May" not in then[0].text
+    assert then[0].time == t0 < now[0].time

@@ -65,6 +65,15 @@ def _focus(st: NamespaceState, shown: tuple[str, ...], scores: dict[str, float],
     return tuple(sorted(shown, key=lambda m: (st.messages[m].speaker not in named, -scores.get(m, 0.0))))
 
 
+def _said_by(st: NamespaceState, node, as_of: datetime | None) -> set[str] | None:
+    """A fragment's messages said by ``as_of`` (undated ones included): a time-travel answer shows
+    no text from after its moment, even when the fragment grew later. ``None``: show them all."""
+    if as_of is None or node.kind != NodeKind.FRAGMENT:
+        return None
+    said = {m for m in node.source_ids if (t := st.messages[m].timestamp) is None or t <= as_of}
+    return said or None
+
+
 def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
     times = {i: st.node(i).event_time for i in ids}
     known = sorted({t for t in times.values() if t is not None})
@@ -166,7 +175,11 @@ def dual_path_search(
             score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
         prev_score = score
         path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
-        text, shown = render(st, node, path)
+        said = _said_by(st, node, as_of)
+        text, shown = render(st, node, path, only=said)
+        when = node.event_time
+        if said is not None:
+            when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
         focus = _focus(st, shown, sem.message_scores, named) if node.kind == NodeKind.FRAGMENT else ()
         hits.append(
             MemoryHit(
@@ -179,7 +192,7 @@ def dual_path_search(
                 relation_score=round(rel_n.get(nid, 0.0), 6),
                 via=tuple(via) or (Via.SUPPLEMENT,),
                 path=tuple(path),
-                time=node.event_time,
+                time=when,
                 status=status.get(nid, node.status).value,
                 label=node.label,
                 namespace=st.namespace,
