@@ -41,12 +41,14 @@ def _graph_stats(mem, namespaces) -> dict:
     from mnemis_integrations.core.model import EdgeKind, NodeKind
 
     out = {k: 0 for k in ("concept", "subtopic", "fragment", "entity", "relation", "updates", "contradicts")}
+    out["messages_in_fragments"] = 0
     for ns in namespaces:
         g = mem.graph(ns)
         for kind in ("concept", "subtopic", "fragment", "entity"):
             out[kind] += len(g.nodes(NodeKind(kind)))
         for kind in ("relation", "updates", "contradicts"):
             out[kind] += len(g.edges(EdgeKind(kind)))
+        out["messages_in_fragments"] += len({m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids})
     return out
 
 
@@ -128,17 +130,23 @@ def main(argv=None) -> dict:
         "overall": {n: r["overall"] for n, r in result["systems"].items()},
         "categories": {n: r["categories"] for n, r in result["systems"].items()},
     }
-    out = ROOT / "benchmarks" / "llm_builder_scenarios.json"
-    out.write_text(json.dumps(summary, indent=1, default=str))
-    lines = ["| system | " + "recall@5 | recall@10 | mrr | budget_recall@512 | current_state_first" + " |",
-             "|---|---|---|---|---|---|"]
+    cols = ("recall@5", "recall@10", "mrr", "budget_recall@512", "budget_recall@2048", "current_state_first")
+    lines = ["| system | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
     for n, o in summary["overall"].items():
-        vals = [o.get(k) for k in ("recall@5", "recall@10", "mrr", "budget_recall@512", "current_state_first")]
+        vals = [o.get(k) for k in cols]
         lines.append(f"| {n} | " + " | ".join("-" if v is None else f"{v:.3f}" for v in vals) + " |")
     lines += ["", "| graph | " + " | ".join(graphs["mnemis"]) + " |", "|---|" + "---|" * len(graphs["mnemis"])]
     for n, g in graphs.items():
         lines.append(f"| {n} | " + " | ".join(str(v) for v in g.values()) + " |")
-    lines += ["", "LLM usage per step: " + json.dumps(usage)]
+    steps = ("calls", "retries", "repaired", "llm_batches", "fallbacks", "prompt_tokens", "completion_tokens")
+    lines += ["", "| step | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
+    for step, u in sorted(usage.items()):
+        lines.append(f"| {step} | " + " | ".join(str(u.get(k, 0)) for k in steps) + " |")
+    ingest = {n: r["timing"]["ingest_s"] for n, r in result["systems"].items()}
+    summary["ingest_s"] = ingest
+    lines += ["", "Ingest seconds in this run (a replay does not wait for the model): "
+              + ", ".join(f"{n} {v:.1f}" for n, v in ingest.items())]
+    (ROOT / "benchmarks" / "llm_builder_scenarios.json").write_text(json.dumps(summary, indent=1, default=str))
     (ROOT / "benchmarks" / "llm_builder_scenarios.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return summary
