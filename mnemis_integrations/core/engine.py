@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -11,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import (
     ConfigError,
@@ -33,6 +36,7 @@ from .retrieval.render import render
 from .retrieval.results import MemoryHit
 from .retrieval.search import dual_path_search
 from .state import NamespaceState
+from .storage.base import ConcurrentWriteError
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
 from .tokens import count_tokens
@@ -43,6 +47,12 @@ if TYPE_CHECKING:
     from .maintenance.health import HealthReport, RebalanceReport
 
 __all__ = ["IngestReport", "MnemisMemory"]
+
+# A batch built from a copy another writer has just moved is rebuilt on the fresh copy, after a
+# short random pause so racing writers fall out of step; past this many tries in a row the
+# ConcurrentWriteError reaches the caller (nothing of the batch is written).
+_WRITE_ATTEMPTS = 20
+_RETRY_PAUSE_S = 0.02
 
 
 def _open_store(path: str | Path | None, backend: str | None):
@@ -156,6 +166,19 @@ class MnemisMemory:
         if isinstance(version, int):
             self._seen_versions[namespace] = version
 
+    def _expected(self, namespace: str) -> dict[str, int]:
+        """``save`` arguments that make a store refuse a write from a stale copy, where it can."""
+        if not getattr(self._store, "checks_version_on_save", False):
+            return {}
+        return {"expected_version": self._seen_versions.get(namespace, 0)}
+
+    def _current_state(self, namespace: str) -> NamespaceState | None:
+        """The namespace as stored now (reloaded if another writer moved it), or None if it has none."""
+        try:
+            return self._state(namespace)
+        except NamespaceNotFoundError:
+            return None
+
     def _state(self, namespace: str, create: bool = False) -> NamespaceState:
         st = self._states.get(namespace)
         if st is not None and not self._stale(namespace):
@@ -217,48 +240,57 @@ class MnemisMemory:
         t0 = time.perf_counter()
         msgs = coerce_messages(messages, self.config.limits)
         with self._lock:
-            st = self._states.get(namespace)
-            if st is None and (self._dim is not None or namespace in self._store.namespaces()):
-                try:
-                    st = self._state(namespace)
-                except NamespaceNotFoundError:
-                    st = None
-            known = st.messages if st is not None else {}
-            fresh: list[Message] = []
-            skipped = 0
-            for m in msgs:
-                old = known.get(m.id)
-                if old is not None:
-                    if (old.text, old.speaker) != (m.text, m.speaker):
-                        from ..errors import DuplicateMessageError
+            embedded: dict[str, Any] = {}
+            for attempt in range(_WRITE_ATTEMPTS):
+                st = self._current_state(namespace)
+                known = st.messages if st is not None else {}
+                fresh: list[Message] = []
+                skipped = 0
+                for m in msgs:
+                    old = known.get(m.id)
+                    if old is not None:
+                        if (old.text, old.speaker) != (m.text, m.speaker):
+                            from ..errors import DuplicateMessageError
 
-                        raise DuplicateMessageError(m.id)
-                    skipped += 1
+                            raise DuplicateMessageError(m.id)
+                        skipped += 1
+                        continue
+                    fresh.append(m)
+                if not fresh:
+                    return IngestReport(namespace, 0, skipped)
+                t1 = time.perf_counter()
+                todo = [m for m in fresh if m.id not in embedded]  # a retry re-embeds nothing
+                if todo:
+                    embedded.update(zip((m.id for m in todo),
+                                        self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in todo])))
+                vectors = np.stack([embedded[m.id] for m in fresh])
+                t2 = time.perf_counter()
+                if self._dim is None:
+                    self._dim = int(vectors.shape[1])
+                seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
+                fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
+                if st is None:
+                    st = NamespaceState.empty(namespace, self._dim)
+                try:
+                    rep = self.builder.ingest(st, fresh, vectors)
+                    t3 = time.perf_counter()
+                    # The embedder id and dimension commit with the first batch, so no crash can separate them.
+                    self._saw(namespace, self._store.save(
+                        namespace, fresh, vectors, st.graph.to_data(),
+                        meta={"embedder_id": self.embedder.id, "dim": str(self._dim)}, **self._expected(namespace),
+                    ))
+                except ConcurrentWriteError:
+                    # Another writer got there first: reload what it stored and build the batch again.
+                    self._states.pop(namespace, None)
+                    if attempt + 1 == _WRITE_ATTEMPTS:
+                        raise
+                    time.sleep(random.uniform(0, _RETRY_PAUSE_S * (attempt + 1)))
                     continue
-                fresh.append(m)
-            if not fresh:
-                return IngestReport(namespace, 0, skipped)
-            t1 = time.perf_counter()
-            vectors = self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in fresh])
-            t2 = time.perf_counter()
-            if self._dim is None:
-                self._dim = int(vectors.shape[1])
-            seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
-            fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
-            if st is None:
-                st = NamespaceState.empty(namespace, self._dim)
-            try:
-                rep = self.builder.ingest(st, fresh, vectors)
-                t3 = time.perf_counter()
-                # The embedder id and dimension commit with the first batch, so no crash can separate them.
-                self._saw(namespace, self._store.save(
-                    namespace, fresh, vectors, st.graph.to_data(),
-                    meta={"embedder_id": self.embedder.id, "dim": str(self._dim)},
-                ))
-            except BaseException:
-                # The builder mutates state in place: drop it so the next use reloads what was stored.
-                self._states.pop(namespace, None)
-                raise
+                except BaseException:
+                    # The builder mutates state in place: drop it so the next use reloads what was stored.
+                    self._states.pop(namespace, None)
+                    raise
+                break
             self._states[namespace] = st
             t4 = time.perf_counter()
         return IngestReport(
@@ -297,7 +329,6 @@ class MnemisMemory:
                 msgs = list(st.messages.values())
                 keys, vecs = st.msg_vectors.to_arrays()
                 order = {k: i for i, k in enumerate(keys)}
-                import numpy as np
 
                 vec_rows = vecs[[order[m.id] for m in msgs]] if msgs else np.zeros((0, max(1, st.dim)), np.float32)
                 self._saw(namespace, self._store.replace(namespace, msgs, vec_rows, data))
@@ -438,7 +469,6 @@ class MnemisMemory:
 
     def _vectors_of(self, st: NamespaceState):
         def get(ids: list[str]):
-            import numpy as np
 
             ids = [i for i in ids if i in st.node_vectors]
             return st.node_vectors.get_many(ids) if ids else np.zeros((0, st.dim), np.float32)
@@ -514,7 +544,6 @@ class MnemisMemory:
             kept, gone, missing = split_forgotten(st.messages.values(), message_ids)
             if not gone:
                 return ForgetReport(ns, 0, tuple(missing))
-            import numpy as np
 
             vecs = st.msg_vectors.get_many([m.id for m in kept]) if kept else np.zeros((0, st.dim), np.float32)
             new = rebuild_without(ns, st.dim, self.builder, kept, vecs)

@@ -1,7 +1,10 @@
 """The storage contract: raw messages with their vectors, plus the graph, per namespace.
 
 A ``save`` is atomic: either the new messages, their vectors and the new graph are
-all stored, or nothing is.
+all stored, or nothing is. A store that keeps a per-namespace write counter (``version``)
+lets other objects and processes see that their copy is stale; one that also sets
+``checks_version_on_save`` refuses, atomically, a ``save`` made from a stale copy
+(:class:`ConcurrentWriteError`), so two writers never overwrite each other's graph.
 """
 
 from __future__ import annotations
@@ -11,9 +14,17 @@ from typing import Protocol
 
 import numpy as np
 
+from ...errors import StoreError
 from ..model import Message
 
-__all__ = ["GraphStore", "StoredNamespace"]
+__all__ = ["ConcurrentWriteError", "GraphStore", "StoredNamespace"]
+
+
+class ConcurrentWriteError(StoreError):
+    """Another writer changed the namespace since this copy was read; nothing was written.
+
+    The engine reloads the namespace and builds the batch again; a caller sees it only if
+    that keeps failing."""
 
 
 @dataclass
