@@ -14,7 +14,6 @@ import threading
 from pathlib import Path
 
 import _crash_worker as worker
-import pytest
 
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
