@@ -96,3 +96,43 @@ def test_sigkill_mid_ingest_on_falkordb_loses_no_acknowledged_message(url, store
     assert figures["cycles"] == 8
     assert figures["lost"] == 0
     assert figures["acked_batches"] > 0
+
+
+def test_a_save_from_a_stale_version_is_refused_and_writes_nothing_on_falkordb(store):  # noqa: F811
+    import numpy as np
+
+    from mnemis_integrations.core.model import Message
+    from mnemis_integrations.core.storage.base import ConcurrentWriteError
+
+    def graph(node_id):
+        return {"namespace": "cas", "nodes": [{"id": node_id, "kind": "fragment", "status": "active"}], "edges": []}
+
+    vec = np.ones((1, 4), np.float32)
+    first = store.save("cas", [Message("a", "ann", "first", None, seq=0)], vec, graph("n1"), expected_version=0)
+    with pytest.raises(ConcurrentWriteError):
+        store.save("cas", [Message("b", "bob", "stale", None, seq=1)], vec, graph("n2"), expected_version=0)
+    kept = store.load("cas", 4)
+    assert store.version("cas") == first
+    assert [m.id for m in kept.messages] == ["a"] and [n["id"] for n in kept.graph["nodes"]] == ["n1"]
+    assert store.save("cas", [Message("b", "bob", "fresh", None, seq=1)], vec, graph("n2"),
+                      expected_version=first) == first + 1
+
+
+def test_two_writer_processes_on_one_namespace_lose_nothing_on_falkordb(url, store):  # noqa: F811
+    import subprocess
+
+    import _crash_worker as worker
+
+    n_batches, size = 5, 4
+    procs = [subprocess.Popen([sys.executable, worker.__file__, url, "race-fdb", str(first), str(size),
+                               str(n_batches), "17"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for first in (0, 100)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    acked = [int(line.split()[1]) for out, _ in outs for line in out.splitlines() if line.startswith("ack ")]
+    mem = MnemisMemory(embedder=HashingEmbedder(), backend=url)
+    msgs = mem.messages("race-fdb")
+    cited = {s for n in mem.graph("race-fdb").to_data()["nodes"] for s in n["source_ids"]}
+    assert {m.id for m in msgs} == {mid for b in acked for mid in worker.batch_ids(b, size)}
+    assert len(msgs) == 2 * n_batches * size and {m.id for m in msgs} <= cited
+    assert len({m.seq for m in msgs}) == len(msgs)

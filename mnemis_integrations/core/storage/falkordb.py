@@ -25,7 +25,7 @@ import numpy as np
 
 from ...errors import StoreError
 from ..model import Message
-from .base import StoredNamespace
+from .base import ConcurrentWriteError, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
@@ -41,22 +41,32 @@ _Q_NODES = "MATCH (n:Node) RETURN n.data"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data"
 _Q_MESSAGES = "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec ORDER BY m.seq"
 # One query per write: FalkorDB executes a query atomically. ``WITH count(*)`` after each
-# UNWIND keeps exactly one row flowing even when the list is empty.
-_GRAPH_PART = """
-OPTIONAL MATCH (old:Node) DETACH DELETE old
+# UNWIND keeps exactly one row flowing even when the list is empty. The write happens only if
+# the namespace is still at ``$expected`` (null: unconditionally); that test, ``ok``, is read
+# again after each aggregation (nothing changes the version before the last clause), so a
+# refused write touches nothing and returns -1: a compare-and-swap inside one atomic query.
+_OK = "OPTIONAL MATCH (cur:Meta {key: 'version'}) WITH ($expected IS NULL OR coalesce(cur.value, 0) = $expected) AS ok"
+_GRAPH_PART = f"""
+{_OK}
+OPTIONAL MATCH (old:Node) WHERE ok DETACH DELETE old
 WITH count(*) AS _d
-UNWIND $nodes AS nd CREATE (:Node {id: nd.id, kind: nd.kind, status: nd.status, data: nd.data})
+{_OK}
+UNWIND CASE WHEN ok THEN $nodes ELSE [] END AS nd
+CREATE (:Node {{id: nd.id, kind: nd.kind, status: nd.status, data: nd.data}})
 WITH count(*) AS _n
-UNWIND $edges AS ed
-MATCH (a:Node {id: ed.src}), (b:Node {id: ed.dst})
-CREATE (a)-[:EDGE {kind: ed.kind, label: ed.label, data: ed.data}]->(b)
+{_OK}
+UNWIND CASE WHEN ok THEN $edges ELSE [] END AS ed
+MATCH (a:Node {{id: ed.src}}), (b:Node {{id: ed.dst}})
+CREATE (a)-[:EDGE {{kind: ed.kind, label: ed.label, data: ed.data}}]->(b)
 WITH count(*) AS _e
-UNWIND $msgs AS m
-CREATE (:Message {id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, timestamp: m.timestamp, vec: m.vec})
+{_OK}
+UNWIND CASE WHEN ok THEN $msgs ELSE [] END AS m
+CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, timestamp: m.timestamp, vec: m.vec}})
 WITH count(*) AS _m
-MERGE (v:Meta {key: 'version'})
-SET v.value = coalesce(v.value, 0) + 1
-RETURN v.value
+{_OK}
+MERGE (v:Meta {{key: 'version'}})
+SET v.value = CASE WHEN ok THEN coalesce(v.value, 0) + 1 ELSE v.value END
+RETURN CASE WHEN ok THEN v.value ELSE -1 END
 """
 _Q_SAVE = _GRAPH_PART
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
@@ -108,6 +118,8 @@ class FalkorDBStore:
     Raises:
         StoreError: the server cannot be reached or holds another format version.
     """
+
+    checks_version_on_save = True
 
     def __init__(self, url: str):
         from falkordb import FalkorDB
@@ -211,21 +223,31 @@ class FalkorDBStore:
                      for m, v in zip(messages, vectors)],
         }
 
-    def save(self, namespace, new_messages, new_vectors, graph, meta: dict[str, str] | None = None) -> int:
+    def save(
+        self, namespace, new_messages, new_vectors, graph, meta: dict[str, str] | None = None,
+        expected_version: int | None = None,
+    ) -> int:
         """Append messages and replace the graph in one query; returns the namespace's new version.
 
         ``meta`` is written first: left alone by a crash, it only names the embedder and
-        dimension of a store with no data yet."""
+        dimension of a store with no data yet. With ``expected_version``, the query writes
+        nothing and :class:`ConcurrentWriteError` is raised when another writer moved the
+        namespace past it."""
         for key, value in (meta or {}).items():
             if self.get_meta(key) != value:
                 self.set_meta(key, value)
-        rows = self._graph(namespace).query(_Q_SAVE, self._params(graph, new_messages, new_vectors)).result_set
-        return int(rows[0][0])
+        params = self._params(graph, new_messages, new_vectors) | {"expected": expected_version}
+        version = int(self._graph(namespace).query(_Q_SAVE, params).result_set[0][0])
+        if version < 0:
+            raise ConcurrentWriteError(
+                f"namespace {namespace!r} was written by another writer since version {expected_version}"
+            )
+        return version
 
     def replace(self, namespace, messages, vectors, graph) -> int:
         """Rewrite a namespace whole, in one query; returns the namespace's new version."""
-        rows = self._graph(namespace).query(_Q_REPLACE, self._params(graph, messages, vectors)).result_set
-        return int(rows[0][0])
+        params = self._params(graph, messages, vectors) | {"expected": None}
+        return int(self._graph(namespace).query(_Q_REPLACE, params).result_set[0][0])
 
     def delete(self, namespace: str) -> None:
         if self._exists(_PREFIX + namespace):
