@@ -47,6 +47,8 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         header: the line above the injected memories.
         save_turns: whether to ingest each turn after the agent runs.
         max_chars: cut each injected memory to this many characters (``None``: no cut).
+        max_tokens: fit the injected memories into this many tokens (``MnemisMemory.fit_to_budget``:
+            fragments narrowed to their best-matching messages first); ``None``: no budget.
         clock: gives the timestamp of saved messages (UTC now by default; pass one in tests).
 
     Example:
@@ -66,17 +68,21 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         header: str = DEFAULT_HEADER,
         save_turns: bool = True,
         max_chars: int | None = None,
+        max_tokens: int | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         super().__init__()
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
+        if max_tokens is not None and max_tokens <= 0:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
         self.memory = memory
         self.namespace = namespace
         self.k = k
         self.header = header
         self.save_turns = save_turns
         self.max_chars = max_chars
+        self.max_tokens = max_tokens
         self.clock = clock
 
     # -- recall ----------------------------------------------------------------------------------
@@ -88,7 +94,7 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         if not query:
             return handler(request)
         try:
-            hits = self.memory.search(query, k=self.k, **self._ns(request.runtime))
+            hits = self.memory.search(query, k=self.k, **self._recall_kwargs(request.runtime))
         except NamespaceNotFoundError:
             hits = []
         return handler(self._with_recall(request, hits))
@@ -100,7 +106,7 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         if not query:
             return await handler(request)
         try:
-            hits = await self.memory.asearch(query, k=self.k, **self._ns(request.runtime))
+            hits = await self.memory.asearch(query, k=self.k, **self._recall_kwargs(request.runtime))
         except NamespaceNotFoundError:
             hits = []
         return await handler(self._with_recall(request, hits))
@@ -131,6 +137,10 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             for m in turn
             if m.type in ("human", "ai") and m.text.strip()
         ]
+
+    def _recall_kwargs(self, runtime: Runtime | None) -> dict[str, Any]:
+        budget = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
+        return {**self._ns(runtime), **budget}
 
     def _ns(self, runtime: Runtime | None) -> dict[str, str]:
         if self.namespace is None:

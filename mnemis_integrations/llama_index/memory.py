@@ -78,6 +78,10 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
     max_chars: int | None = Field(
         default=400, description="Each recalled memory is cut to this many characters."
     )
+    max_tokens: int | None = Field(
+        default=None, ge=1,
+        description="Fit the recalled memories into this many tokens (MnemisMemory.fit_to_budget); None: no budget.",
+    )
     ingest_on_read: bool = Field(
         default=True,
         description="Store the short-term messages each read is shown (see the class docs); "
@@ -151,7 +155,9 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         # A pasted document must not break the read: search with its most recent part.
         query = "\n".join(window)[-self.memory.config.limits.max_query_chars :]
         try:
-            hits = await self.memory.asearch(query, **search_kwargs(self.similarity_top_k, self.namespace))
+            hits = await self.memory.asearch(
+                query, **search_kwargs(self.similarity_top_k, self.namespace, self.max_tokens)
+            )
         except NamespaceNotFoundError:
             return ""
         in_context = {chat_message_id(session_id, m.role.value, _text(m)) for m in messages}

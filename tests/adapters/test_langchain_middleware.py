@@ -136,3 +136,15 @@ def test_save_turns_can_be_switched_off():
         {"messages": [{"role": "user", "content": "hi"}]}
     )
     assert len(mem.messages("u1")) == before
+
+
+def test_max_tokens_fits_the_injected_memories_into_the_budget():
+    mem = seeded_memory("u1")
+    full = mem.search(QUESTION, k=10, namespace="u1")
+    fitted = mem.search(QUESTION, k=10, namespace="u1", max_tokens=60)
+    assert [h.text for h in fitted] != [h.text for h in full]  # the budget changed what is injected
+    model = ScriptedChatModel.of("Not yet, sorry.")
+    middleware = MnemisMemoryMiddleware(mem, namespace="u1", k=10, max_tokens=60, clock=lambda: FIXED)
+    create_agent(model, tools=[], system_prompt="You are a helpful assistant.", middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": QUESTION}]})
+    assert model.last_system_prompt == "You are a helpful assistant.\n\n" + format_hits(fitted, header=DEFAULT_HEADER)

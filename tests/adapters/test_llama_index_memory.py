@@ -180,3 +180,18 @@ async def test_a_message_longer_than_the_query_limit_still_reads_and_is_stored(m
     recalled = await block.aget([ChatMessage(role="user", content=long_text)], session_id="s1")
     assert recalled == ""  # the only memory is the message in context
     assert stored_texts(mem) == [long_text]
+
+
+async def test_max_tokens_fits_what_the_block_recalls_into_the_budget():
+    from mnemis_integrations.core.tokens import count_tokens
+
+    mem = make_memory()  # the seeded conversation
+    query = [ChatMessage(role="user", content="refund order 42 bank")]
+    unlimited = await block_for(mem, ingest_on_read=False, max_chars=None, similarity_top_k=10)._aget(query)
+    budgeted = await block_for(mem, ingest_on_read=False, max_chars=None, similarity_top_k=10,
+                               max_tokens=40)._aget(query)
+    assert unlimited and budgeted and count_tokens(budgeted) < count_tokens(unlimited)
+    from mnemis_integrations.llama_index._convert import format_hits
+
+    fitted = mem.search("refund order 42 bank", k=10, namespace="u1", max_tokens=40)
+    assert budgeted == format_hits(fitted, max_chars=None)
