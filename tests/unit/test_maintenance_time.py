@@ -118,3 +118,20 @@ def test_as_of_shows_no_text_said_after_it_even_in_a_fragment_that_grew_later():
     assert then and then[0].node_id == now[0].node_id
     assert then[0].source_ids == ("a",) and "booked for May" not in then[0].text
     assert then[0].time == t0 < now[0].time
+
+
+def test_as_of_subtopic_text_sums_up_only_fragments_complete_by_then():
+    from mnemis_integrations import MnemisMemory
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    t0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    for i, text in enumerate(["Offsite venue: the lake hotel looks good for the offsite.",
+                              "Offsite venue update: the lake hotel offsite is moved to Zermatt."]):
+        mem.add_messages([{"id": f"m{i}", "speaker": "ann", "text": text, "timestamp": t0 + timedelta(days=3 * i)}],
+                         namespace="u1")
+    now = [h for h in mem.search("offsite venue", k=10, namespace="u1") if h.kind == "subtopic"]
+    assert now and any("zermatt" in h.text.lower() for h in now)  # the later fragment is summed up today
+    then = [h for h in mem.search("offsite venue", k=10, namespace="u1", as_of=t0 + timedelta(days=1))
+            if h.kind == "subtopic"]
+    assert then and all("zermatt" not in h.text.lower() for h in then)

@@ -176,7 +176,7 @@ def dual_path_search(
         prev_score = score
         path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
         said = _said_by(st, node, as_of)
-        text, shown = render(st, node, path, only=said)
+        text, shown = render(st, node, path, only=said, as_of=as_of)
         when = node.event_time
         if said is not None:
             when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
