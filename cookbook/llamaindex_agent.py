@@ -24,6 +24,8 @@ from llama_index.core.base.llms.types import ChatMessage, TextBlock
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -41,10 +43,10 @@ def scripted_answer(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessa
     return ChatMessage(role="assistant", content=f"From an earlier conversation: {recalled[0]}")
 
 
-def session(mem: MnemisMemory, user_id: str, session_id: str) -> Memory:
+def session(mem: MnemisMemory, user_id: str, session_id: str, chat_db: AsyncEngine) -> Memory:
     """Short-term memory for one session, with Mnemis as the long-term block for this user."""
     block = MnemisMemoryBlock(memory=mem, namespace=user_id, similarity_top_k=3)
-    return Memory.from_defaults(session_id=session_id, memory_blocks=[block], token_limit=8000)
+    return Memory.from_defaults(session_id=session_id, memory_blocks=[block], token_limit=8000, async_engine=chat_db)
 
 
 async def run() -> list[str]:
@@ -60,12 +62,18 @@ async def run() -> list[str]:
         ("monday", "Also, I prefer email over phone calls."),
         ("friday", "Any news on the refund for order 42?"),
     ]
+    # LlamaIndex keeps short-term chat in SQL; one in-process database for every session here,
+    # closed before the event loop ends.
+    chat_db = create_async_engine("sqlite+aiosqlite:///:memory:", poolclass=StaticPool)
     memories = {}
-    for session_id, text in turns:
-        memory = memories.setdefault(session_id, session(mem, "customer-7", session_id))
-        reply = await agent.run(text, memory=memory)
-        answers.append(str(reply))
-        print(f"[{session_id}] user: {text}\n[{session_id}] agent: {reply}\n")
+    try:
+        for session_id, text in turns:
+            memory = memories.setdefault(session_id, session(mem, "customer-7", session_id, chat_db))
+            reply = await agent.run(text, memory=memory)
+            answers.append(str(reply))
+            print(f"[{session_id}] user: {text}\n[{session_id}] agent: {reply}\n")
+    finally:
+        await chat_db.dispose()
 
     print(
         f"Mnemis now holds {len(mem.messages('customer-7'))} messages for customer-7 (nothing was flushed)."

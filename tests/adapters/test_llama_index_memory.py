@@ -33,8 +33,26 @@ def block_for(mem, **kwargs) -> MnemisMemoryBlock:
     return MnemisMemoryBlock(memory=mem, namespace="u1", clock=lambda: NOW, **kwargs)
 
 
+_ENGINES: list = []
+
+
+@pytest.fixture(autouse=True)
+async def _short_term_engines():
+    """Each short-term Memory gets its own SQLite engine, disposed while the test's event loop is
+    still open: left to the garbage collector, aiosqlite's worker thread would report to a closed
+    loop during some later test."""
+    yield
+    while _ENGINES:
+        await _ENGINES.pop().dispose()
+
+
 def short_term(session_id: str, block: MnemisMemoryBlock, **kwargs) -> Memory:
-    return Memory.from_defaults(session_id=session_id, memory_blocks=[block], **kwargs)
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import StaticPool
+
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:", poolclass=StaticPool)
+    _ENGINES.append(engine)
+    return Memory.from_defaults(session_id=session_id, memory_blocks=[block], async_engine=engine, **kwargs)
 
 
 def stored_texts(mem) -> list[str]:
