@@ -146,7 +146,10 @@ class LLMBuilder(OfflineBuilder):
         return f"{m.speaker}: {text}"
 
     def _ask(self, step: str, messages, schema, check):
-        return ask(self.chat, step, messages, schema, self._usage, max_retries=self.llm.max_retries, check=check)
+        """One batch's validated answer, or None when the batch falls back; counted either way."""
+        ans = ask(self.chat, step, messages, schema, self._usage, max_retries=self.llm.max_retries, check=check)
+        self._usage.add(step, **({"fallbacks": 1} if ans is None else {"llm_batches": 1}))
+        return ans
 
     def _batches(self, n: int, size: int) -> list[list[int]]:
         return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
@@ -212,9 +215,7 @@ class LLMBuilder(OfflineBuilder):
                 ans = self._ask("segment", P.segment_messages(ctx), P.SegmentAnswer,
                                 lambda a: check_segments(a, len(b)))
                 if ans is None:
-                    self._usage.add("segment", fallbacks=1)
                     return offline(b[0], b[-1] + 1, k == 0)
-                self._usage.add("segment", llm_batches=1)
                 cuts = {b[0] + j for j in ans.new_topic_at}
                 if k == 0 and not tail:
                     cuts.add(0)
@@ -259,9 +260,7 @@ class LLMBuilder(OfflineBuilder):
             ans = self._ask("summarise", P.summarise_messages(ctx), P.SummariseAnswer,
                             lambda a: check_summaries(a, joined, self.cfg.keywords_per_fragment))
             if ans is None:
-                self._usage.add("summarise", fallbacks=1)
                 return
-            self._usage.add("summarise", llm_batches=1)
             for s in ans.summaries:
                 out[b[s.f]] = s
 
@@ -294,9 +293,7 @@ class LLMBuilder(OfflineBuilder):
             ans = self._ask("abstract", P.abstract_messages(ctx), P.AbstractAnswer,
                             lambda a, idx=frag_idx: check_placements(a, idx))
             if ans is None:
-                self._usage.add("abstract", fallbacks=1)
                 continue
-            self._usage.add("abstract", llm_batches=1)
             for p in ans.placements:
                 out[b[p.f]] = p
                 pair = {"subtopic": p.subtopic, "concept": p.concept}
@@ -386,9 +383,7 @@ class LLMBuilder(OfflineBuilder):
             texts = {j: "\n".join(new[i].text for i in idx) for j, idx in segs.items()}
             ans = self._ask("entities", P.entities_messages(ctx), P.EntitiesAnswer, lambda a: check_entities(a, texts))
             if ans is None:
-                self._usage.add("entities", fallbacks=1)
                 return
-            self._usage.add("entities", llm_batches=1)
             for j, idx in segs.items():
                 names = [e.name for e in ans.entities if j in e.fragments]
                 for i in idx:
@@ -450,11 +445,9 @@ class LLMBuilder(OfflineBuilder):
             ans = self._ask("updates", P.updates_messages(ctx), P.UpdatesAnswer,
                             lambda a: check_updates(a, {index[f] for f in earlier_ids}, {index[f] for f, _ in b}))
             if ans is None:
-                self._usage.add("updates", fallbacks=1)
                 for fid, msgs in b:
                     OfflineBuilder._link_updates(self, st, g.get(fid), msgs, rep)
                 return
-            self._usage.add("updates", llm_batches=1)
             for j in ans.judgements:
                 new_id, old_id = ids[j.new], ids[j.earlier]
                 when = g.get(new_id).created_at

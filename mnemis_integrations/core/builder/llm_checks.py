@@ -8,6 +8,7 @@ step retries, then falls back); ``fixed`` says a near-valid answer was repaired 
 from __future__ import annotations
 
 import re
+from typing import TypeVar
 
 from ..text import normalise_name
 from .prompts import AbstractAnswer, EntitiesAnswer, SegmentAnswer, SummariseAnswer, UpdatesAnswer
@@ -16,6 +17,7 @@ __all__ = ["check_entities", "check_placements", "check_segments", "check_summar
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*%?")
 _ROLE_NAMES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
+E = TypeVar("E")
 
 
 def numbers_in(text: str) -> list[str]:
@@ -52,17 +54,12 @@ def check_summaries(
     >>> fixed.summaries[0].summary, fixed.summaries[0].keywords, errors, was_fixed
     ('Ana wants seats (40)', ['seats'], [], True)
     """
-    fixed = False
-    seen: dict[int, object] = {}
-    errors = []
-    for s in ans.summaries:
-        if s.f not in texts:
-            errors.append(f"summaries: f={s.f} is not a fragment index ({sorted(texts)})")
-            continue
-        if s.f in seen:
-            fixed = True
-            continue
-        lost = [x for x in numbers_in(texts[s.f]) if x not in s.summary][:3]
+    seen, errors = _first_per_fragment(ans.summaries, list(texts), "summaries")
+    if errors:
+        return ans, errors, False
+    fixed = len(seen) != len(ans.summaries)  # repeated entries were dropped
+    for f, s in seen.items():
+        lost = [x for x in numbers_in(texts[f]) if x not in s.summary][:3]
         if lost:
             s.summary = f"{s.summary.rstrip('.')} ({', '.join(lost)})"
             fixed = True
@@ -70,32 +67,32 @@ def check_summaries(
         if kws != s.keywords:
             s.keywords = kws
             fixed = True
-        seen[s.f] = s
-    missing = [f for f in texts if f not in seen]
-    if missing:
-        errors.append(f"summaries: no entry for fragment(s) {missing}")
-    if errors:
-        return ans, errors, False
-    return SummariseAnswer(summaries=[seen[f] for f in texts]), [], fixed  # type: ignore[misc]
+    return SummariseAnswer(summaries=[seen[f] for f in texts]), [], fixed
 
 
 def check_placements(ans: AbstractAnswer, fragments: list[int]) -> tuple[AbstractAnswer, list[str], bool]:
     """Every fragment placed exactly once (a repeated entry keeps the first)."""
-    wanted = set(fragments)
-    seen = {}
-    errors = []
-    for p in ans.placements:
-        if p.f not in wanted:
-            errors.append(f"placements: f={p.f} is not a fragment index ({sorted(wanted)})")
-        elif p.f not in seen:
-            seen[p.f] = p
-    missing = [f for f in fragments if f not in seen]
-    if missing:
-        errors.append(f"placements: no entry for fragment(s) {missing}")
+    seen, errors = _first_per_fragment(ans.placements, fragments, "placements")
     if errors:
         return ans, errors, False
     out = [seen[f] for f in fragments]
     return AbstractAnswer(placements=out), [], len(out) != len(ans.placements)
+
+
+def _first_per_fragment(entries: list[E], fragments: list[int], what: str) -> tuple[dict[int, E], list[str]]:
+    """The first entry for each fragment index (``entry.f``), and errors naming unknown and missing indices."""
+    wanted = set(fragments)
+    seen: dict[int, E] = {}
+    errors = []
+    for e in entries:
+        if e.f not in wanted:
+            errors.append(f"{what}: f={e.f} is not a fragment index ({sorted(wanted)})")
+        elif e.f not in seen:
+            seen[e.f] = e
+    missing = [f for f in fragments if f not in seen]
+    if missing:
+        errors.append(f"{what}: no entry for fragment(s) {missing}")
+    return seen, errors
 
 
 def _found(name: str, text: str) -> bool:

@@ -72,6 +72,14 @@ def _user(context: dict) -> str:
     return "Input:\n" + json.dumps(context, ensure_ascii=False) + "\nAnswer:"
 
 
+def _messages(task: str, schema: type[BaseModel], example: tuple[dict, dict], context: dict) -> list[dict[str, str]]:
+    """A step's prompt: instructions, answer shape and one worked example, then the input."""
+    return [
+        {"role": "system", "content": _system(task, schema, *example)},
+        {"role": "user", "content": _user(context)},
+    ]
+
+
 class Line(TypedDict):
     i: int
     speaker: str
@@ -113,10 +121,7 @@ def segment_messages(ctx: SegmentContext) -> list[dict[str, str]]:
         "You split a conversation into topics. Mark where a new topic starts: a change of subject, "
         "not a change of speaker."
     )
-    return [
-        {"role": "system", "content": _system(task, SegmentAnswer, *SEGMENT_EXAMPLE)},
-        {"role": "user", "content": _user(dict(ctx))},
-    ]
+    return _messages(task, SegmentAnswer, SEGMENT_EXAMPLE, dict(ctx))
 
 
 # ------------------------------------------------------------------------------ 2. summarise
@@ -165,10 +170,7 @@ SUMMARISE_EXAMPLE: tuple[SummariseContext, dict] = (
 
 def summarise_messages(ctx: SummariseContext) -> list[dict[str, str]]:
     task = "You summarise conversation fragments for a memory index, one sentence each."
-    return [
-        {"role": "system", "content": _system(task, SummariseAnswer, *SUMMARISE_EXAMPLE)},
-        {"role": "user", "content": _user(dict(ctx))},
-    ]
+    return _messages(task, SummariseAnswer, SUMMARISE_EXAMPLE, dict(ctx))
 
 
 # ------------------------------------------------------------------------------ 3. abstract
@@ -238,10 +240,7 @@ def abstract_messages(ctx: AbstractContext) -> list[dict[str, str]]:
         "You file conversation fragments into a two-level topic hierarchy: concept > subtopic > fragment. "
         "Put fragments about the same matter under one subtopic; never force unrelated matters together."
     )
-    return [
-        {"role": "system", "content": _system(task, AbstractAnswer, *ABSTRACT_EXAMPLE)},
-        {"role": "user", "content": _user(dict(ctx))},
-    ]
+    return _messages(task, AbstractAnswer, ABSTRACT_EXAMPLE, dict(ctx))
 
 
 # ------------------------------------------------------------------------------ 4. entities
@@ -289,10 +288,7 @@ ENTITIES_EXAMPLE: tuple[EntitiesContext, dict] = (
 
 def entities_messages(ctx: EntitiesContext) -> list[dict[str, str]]:
     task = "You extract the named entities of conversation fragments, and the relations stated between them."
-    return [
-        {"role": "system", "content": _system(task, EntitiesAnswer, *ENTITIES_EXAMPLE)},
-        {"role": "user", "content": _user(dict(ctx))},
-    ]
+    return _messages(task, EntitiesAnswer, ENTITIES_EXAMPLE, dict(ctx))
 
 
 # ------------------------------------------------------------------------------ 5. updates
@@ -348,7 +344,4 @@ UPDATES_EXAMPLE: tuple[UpdatesContext, dict] = (
 
 def updates_messages(ctx: UpdatesContext) -> list[dict[str, str]]:
     task = "You decide whether new facts replace or contradict earlier facts of the same conversation memory."
-    return [
-        {"role": "system", "content": _system(task, UpdatesAnswer, *UPDATES_EXAMPLE)},
-        {"role": "user", "content": _user(dict(ctx))},
-    ]
+    return _messages(task, UpdatesAnswer, UPDATES_EXAMPLE, dict(ctx))
