@@ -55,6 +55,11 @@ _WRITE_ATTEMPTS = 20
 _RETRY_PAUSE_S = 0.02
 
 
+def _check_budget(max_tokens: Any) -> None:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+
+
 def _open_store(path: str | Path | None, backend: str | None):
     """The store for ``path`` (SQLite file), ``backend`` (a FalkorDB URL) or neither (in memory)."""
     if path is not None and backend is not None:
@@ -385,6 +390,8 @@ class MnemisMemory:
             raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
             raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
+        if max_tokens is not None:
+            _check_budget(max_tokens)  # before any search work
         when = parse_timestamp(as_of) if as_of is not None else None
         with self._lock:
             st = self._state(namespace)
@@ -408,8 +415,7 @@ class MnemisMemory:
         Raises:
             InvalidQueryError: ``max_tokens`` is not a positive integer.
         """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        _check_budget(max_tokens)
         cfg = config or self.config
 
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
