@@ -1,4 +1,4 @@
-"""A small five-week conversation shared by the maintenance tests (toy embedder, no I/O)."""
+"""A small five-week conversation and its message helper, shared by the engine and maintenance tests."""
 
 from datetime import datetime, timedelta, timezone
 

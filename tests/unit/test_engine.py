@@ -1,8 +1,9 @@
 """End-to-end behaviour of MnemisMemory on the toy embedder: ingest, search rules, persistence, errors."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
+from _over_time import T0, msg
 
 from mnemis_integrations import (
     DuplicateMessageError,
@@ -15,13 +16,6 @@ from mnemis_integrations import (
 )
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.model import EdgeKind, NodeKind
-
-T0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
-
-
-def msg(i, text, speaker="ann", minutes=0, days=0):
-    return {"id": f"m{i}", "speaker": speaker, "text": text, "timestamp": T0 + timedelta(days=days, minutes=minutes)}
-
 
 CONVERSATION = [
     msg(1, "The refund for order 42 timed out at the bank callback.", days=0),
