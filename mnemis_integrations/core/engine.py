@@ -417,10 +417,13 @@ class MnemisMemory:
         """
         _check_budget(max_tokens)
         cfg = config or self.config
+        states: dict[str, NamespaceState] = {}  # one state lookup (a store version check) per namespace per call
 
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
             with self._lock:
-                st = self._state(hit.namespace)
+                if hit.namespace not in states:
+                    states[hit.namespace] = self._state(hit.namespace)
+                st = states[hit.namespace]
                 text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids))
             return replace(hit, text=text, source_ids=shown)
 
