@@ -41,15 +41,17 @@ _CORE_MESSAGE_KEYS = ("id", "speaker", "text", "timestamp")
 
 
 class System(Protocol):
-    """What the runner needs from a system: the engine's own two calls."""
+    """What the runner needs from a system: the engine's own two calls.
+
+    A system may also offer ``fit(hits, budget) -> hits``, its own way of filling a token budget
+    from its ranked hits; without it, hits are packed whole in rank order until the next overflows.
+    """
 
     def ingest(self, messages: Sequence[dict[str, Any]], namespace: str) -> None: ...
 
     def search(self, query: str, k: int, namespace: str) -> Sequence[Any]: ...
 
 
-# A system may also offer ``fit(hits, budget) -> hits``: its own way of filling a token budget
-# from its ranked hits. Without it, hits are packed whole in rank order until the next overflows.
 # (question, hits best first, conversation) -> a score in [0, 1], or None where it does not apply.
 ExtraMetric = Callable[[Question, Sequence[Any], Conversation], "float | None"]
 
