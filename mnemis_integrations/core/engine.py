@@ -6,17 +6,18 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ..errors import (
     ConfigError,
+    DuplicateMessageError,
     EmbedderMismatchError,
     InvalidQueryError,
     MissingDependencyError,
@@ -24,7 +25,7 @@ from ..errors import (
 )
 from . import recipes
 from .builder.abstract import ReviewHook, accept_all
-from .builder.pipeline import OfflineBuilder
+from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
 from .embedders import as_embedder, profile_for
 from .graph import MemoryGraph
@@ -36,7 +37,7 @@ from .retrieval.render import render
 from .retrieval.results import MemoryHit
 from .retrieval.search import dual_path_search
 from .state import NamespaceState
-from .storage.base import ConcurrentWriteError
+from .storage.base import ConcurrentWriteError, Delta
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
 from .tokens import count_tokens
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from .maintenance.health import HealthReport, RebalanceReport
 
 __all__ = ["IngestReport", "MnemisMemory"]
+
+T = TypeVar("T")
 
 # A batch built from a copy another writer has just moved is rebuilt on the fresh copy, after a
 # short random pause so racing writers fall out of step; past this many tries in a row the
@@ -144,10 +147,11 @@ class MnemisMemory:
             self._store.close()
             raise EmbedderMismatchError(stored, self.embedder.id)
         self._states: dict[str, NamespaceState] = {}
-        self._seen_versions: dict[str, int] = {}  # shared backends: the store version each state was read at
         self._known_dim: int | None = None
-        self._lock = threading.RLock()
-        self._cache = PathCache()
+        # One lock per namespace, so a long call in one namespace never blocks another's; the
+        # guard only covers the lock table and the state table themselves.
+        self._guard = threading.Lock()
+        self._ns_locks: dict[str, threading.RLock] = {}
 
     # ------------------------------------------------------------------ state
     @property
@@ -162,20 +166,16 @@ class MnemisMemory:
     def _dim(self, value: int) -> None:
         self._known_dim = value
 
-    def _stale(self, namespace: str) -> bool:
-        """True when another process has written this namespace since we read it (shared backends)."""
-        version = getattr(self._store, "version", None)
-        return version is not None and version(namespace) != self._seen_versions.get(namespace)
+    def _lock(self, namespace: str) -> threading.RLock:
+        with self._guard:
+            lock = self._ns_locks.get(namespace)
+            if lock is None:
+                lock = self._ns_locks[namespace] = threading.RLock()
+            return lock
 
-    def _saw(self, namespace: str, version: Any) -> None:
-        if isinstance(version, int):
-            self._seen_versions[namespace] = version
-
-    def _expected(self, namespace: str) -> dict[str, int]:
-        """``save`` arguments that make a store refuse a write from a stale copy, where it can."""
-        if not getattr(self._store, "checks_version_on_save", False):
-            return {}
-        return {"expected_version": self._seen_versions.get(namespace, 0)}
+    def _drop(self, namespace: str) -> None:
+        with self._guard:
+            self._states.pop(namespace, None)
 
     def _current_state(self, namespace: str) -> NamespaceState | None:
         """The namespace as stored now (reloaded if another writer moved it), or None if it has none."""
@@ -185,12 +185,17 @@ class MnemisMemory:
             return None
 
     def _state(self, namespace: str, create: bool = False) -> NamespaceState:
+        """The namespace at the store's current version; call with the namespace's lock held.
+
+        A copy whose version differs from the store's (another writer moved it, or it was
+        forgotten or deleted) is dropped before anything is answered from it, and with it every
+        cache computed from it (they live on the state)."""
+        current = self._store.version(namespace)
         st = self._states.get(namespace)
-        if st is not None and not self._stale(namespace):
+        if st is not None and st.version == current:
             return st
-        if hasattr(self._store, "version"):
-            self._saw(namespace, self._store.version(namespace))
-        stored = self._store.load(namespace, self._dim) if self._dim else None
+        self._drop(namespace)
+        stored = self._store.load(namespace, self._dim) if current and self._dim else None
         if stored is None:
             if not create:
                 raise NamespaceNotFoundError(namespace)
@@ -200,26 +205,55 @@ class MnemisMemory:
         else:
             st = NamespaceState.restore(
                 namespace, self._dim, MemoryGraph.from_data(stored.graph), stored.messages, stored.vector_keys,
-                stored.vectors,
+                stored.vectors, version=stored.version,
             )
-        self._states[namespace] = st
+        with self._guard:
+            self._states[namespace] = st
         return st
+
+    def _write(
+        self, namespace: str, st: NamespaceState, *, new_messages: Sequence[Message] = (),
+        new_vectors: np.ndarray | None = None, removed_messages: Sequence[str] = (),
+    ) -> None:
+        """Persist what changed in ``st`` since it was read or last written, if the store is still
+        at the version ``st`` was read at (the one write path of every change to a namespace)."""
+        delta = Delta(st.graph.take_changes(), list(new_messages), new_vectors, list(removed_messages))
+        if not delta:
+            return
+        # The embedder id and dimension commit with the first write, so no crash can separate them.
+        meta = {"embedder_id": self.embedder.id, "dim": str(self._dim)} if self._dim is not None else None
+        st.version = self._store.write(namespace, delta, st.version, meta)
+
+    def _retrying(self, namespace: str, attempt: Callable[[], T]) -> T:
+        """Run ``attempt`` (which reads fresh state and writes once) until no other writer got
+        there first; a failed attempt's half-changed state is dropped, never reused."""
+        for n in range(_WRITE_ATTEMPTS):
+            try:
+                return attempt()
+            except ConcurrentWriteError:
+                self._drop(namespace)
+                if n + 1 == _WRITE_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0, _RETRY_PAUSE_S * (n + 1)))
+            except BaseException:
+                self._drop(namespace)
+                raise
+        raise AssertionError("unreachable")
 
     def namespaces(self) -> list[str]:
         """Namespaces that hold memory."""
-        with self._lock:
-            return sorted(set(self._store.namespaces()) | {n for n, s in self._states.items() if s.messages})
+        return sorted(self._store.namespaces())
 
     def graph(self, namespace: str = "default") -> MemoryGraph:
         """The memory graph of a namespace (read it; write through :meth:`edit`)."""
         validate_namespace(namespace)
-        with self._lock:
+        with self._lock(namespace):
             return self._state(namespace).graph
 
     def messages(self, namespace: str = "default") -> list[Message]:
         """Every acknowledged message of a namespace, in arrival order."""
         validate_namespace(namespace)
-        with self._lock:
+        with self._lock(namespace):
             return list(self._state(namespace).messages.values())
 
     # ------------------------------------------------------------------ writing
@@ -244,60 +278,49 @@ class MnemisMemory:
         validate_namespace(namespace)
         t0 = time.perf_counter()
         msgs = coerce_messages(messages, self.config.limits)
-        with self._lock:
-            embedded: dict[str, Any] = {}
-            for attempt in range(_WRITE_ATTEMPTS):
-                st = self._current_state(namespace)
-                known = st.messages if st is not None else {}
-                fresh: list[Message] = []
-                skipped = 0
-                for m in msgs:
-                    old = known.get(m.id)
-                    if old is not None:
-                        if (old.text, old.speaker) != (m.text, m.speaker):
-                            from ..errors import DuplicateMessageError
+        embedded: dict[str, np.ndarray] = {}  # a retry re-embeds nothing
+        times: dict[str, float] = {}
 
-                            raise DuplicateMessageError(m.id)
-                        skipped += 1
-                        continue
+        def attempt() -> tuple[list[Message], int, BuildReport | None]:
+            st = self._current_state(namespace)
+            known = st.messages if st is not None else {}
+            fresh: list[Message] = []
+            skipped = 0
+            for m in msgs:
+                old = known.get(m.id)
+                if old is None:
                     fresh.append(m)
-                if not fresh:
-                    return IngestReport(namespace, 0, skipped)
-                t1 = time.perf_counter()
-                todo = [m for m in fresh if m.id not in embedded]  # a retry re-embeds nothing
-                if todo:
-                    embedded.update(zip((m.id for m in todo),
-                                        self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in todo])))
-                vectors = np.stack([embedded[m.id] for m in fresh])
-                t2 = time.perf_counter()
-                if self._dim is None:
-                    self._dim = int(vectors.shape[1])
-                seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
-                fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
-                if st is None:
-                    st = NamespaceState.empty(namespace, self._dim)
-                try:
-                    rep = self.builder.ingest(st, fresh, vectors)
-                    t3 = time.perf_counter()
-                    # The embedder id and dimension commit with the first batch, so no crash can separate them.
-                    self._saw(namespace, self._store.save(
-                        namespace, fresh, vectors, st.graph.to_data(),
-                        meta={"embedder_id": self.embedder.id, "dim": str(self._dim)}, **self._expected(namespace),
-                    ))
-                except ConcurrentWriteError:
-                    # Another writer got there first: reload what it stored and build the batch again.
-                    self._states.pop(namespace, None)
-                    if attempt + 1 == _WRITE_ATTEMPTS:
-                        raise
-                    time.sleep(random.uniform(0, _RETRY_PAUSE_S * (attempt + 1)))
-                    continue
-                except BaseException:
-                    # The builder mutates state in place: drop it so the next use reloads what was stored.
-                    self._states.pop(namespace, None)
-                    raise
-                break
-            self._states[namespace] = st
-            t4 = time.perf_counter()
+                elif (old.text, old.speaker) != (m.text, m.speaker):
+                    raise DuplicateMessageError(m.id)
+                else:
+                    skipped += 1
+            if not fresh:
+                return fresh, skipped, None
+            t1 = time.perf_counter()
+            todo = [m for m in fresh if m.id not in embedded]
+            if todo:
+                embedded.update(zip((m.id for m in todo),
+                                    self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in todo])))
+            vectors = np.stack([embedded[m.id] for m in fresh])
+            t2 = time.perf_counter()
+            if self._dim is None:
+                self._dim = int(vectors.shape[1])
+            seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
+            fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
+            if st is None:
+                st = NamespaceState.empty(namespace, self._dim)
+                with self._guard:
+                    self._states[namespace] = st
+            rep = self.builder.ingest(st, fresh, vectors)
+            t3 = time.perf_counter()
+            self._write(namespace, st, new_messages=fresh, new_vectors=vectors)
+            times.update(validate_s=t1 - t0, embed_s=t2 - t1, build_s=t3 - t2, persist_s=time.perf_counter() - t3)
+            return fresh, skipped, rep
+
+        with self._lock(namespace):
+            fresh, skipped, rep = self._retrying(namespace, attempt)
+        if rep is None:
+            return IngestReport(namespace, 0, skipped)
         return IngestReport(
             namespace=namespace,
             added=len(fresh),
@@ -308,12 +331,7 @@ class MnemisMemory:
             concepts_created=rep.concepts_created,
             entities_created=rep.entities_created,
             updates_linked=rep.updates_linked,
-            timings={
-                "validate_s": t1 - t0,
-                "embed_s": t2 - t1,
-                "build_s": t3 - t2,
-                "persist_s": t4 - t3,
-            },
+            timings=times,
         )
 
     async def aadd_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
@@ -323,36 +341,59 @@ class MnemisMemory:
     def edit(self, namespace: str = "default") -> Iterator[MemoryGraph]:
         """Change a namespace's graph by hand; on exit the change is persisted and indexes refreshed.
 
-        If the block raises, the change is discarded.
+        Only what changed is written, on the condition that no other writer moved the namespace
+        while the block ran. If the block raises, the change is discarded.
+
+        Raises:
+            ConcurrentWriteError: another writer changed the namespace meanwhile; nothing was
+                written (run the block again, or use :meth:`apply`, which retries by itself).
         """
         validate_namespace(namespace)
-        with self._lock:
+        with self._lock(namespace):
             st = self._state(namespace, create=True)
+            before = _snapshot(st.graph)
             try:
                 yield st.graph
-                data = st.graph.to_data()
-                msgs = list(st.messages.values())
-                keys, vecs = st.msg_vectors.to_arrays()
-                order = {k: i for i, k in enumerate(keys)}
-
-                vec_rows = vecs[[order[m.id] for m in msgs]] if msgs else np.zeros((0, max(1, st.dim)), np.float32)
-                self._saw(namespace, self._store.replace(namespace, msgs, vec_rows, data))
-                if self._store.get_meta("dim") is None and self._dim is not None:
-                    self._store.set_meta("dim", str(self._dim))
-                    self._store.set_meta("embedder_id", self.embedder.id)
+                self._persist_edit(namespace, st, before)
             except BaseException:
-                self._states.pop(namespace, None)
+                self._drop(namespace)
                 raise
-            self._states[namespace] = NamespaceState.restore(
-                namespace, st.dim, MemoryGraph.from_data(data), msgs, [m.id for m in msgs], vec_rows
-            )
-            self._states[namespace].version = st.version + 1
+
+    def apply(self, change: Callable[[MemoryGraph], T], namespace: str = "default") -> T:
+        """``change(graph)`` on the namespace as stored now, persisted like :meth:`edit`.
+
+        When another writer moved the namespace meanwhile, the change is run again on the fresh
+        copy (so ``change`` must only read and change the graph it is given). Returns its result.
+        """
+        validate_namespace(namespace)
+        return self._apply(namespace, lambda st: change(st.graph), create=True)
+
+    def _apply(self, namespace: str, change: Callable[[NamespaceState], T], create: bool = False) -> T:
+        def attempt() -> T:
+            st = self._state(namespace, create=create)
+            before = _snapshot(st.graph)
+            result = change(st)
+            self._persist_edit(namespace, st, before)
+            return result
+
+        with self._lock(namespace):
+            return self._retrying(namespace, attempt)
+
+    def _persist_edit(self, namespace: str, st: NamespaceState, before: dict[str, dict]) -> None:
+        # A hand edit may change a node in place (its properties, its lists), which the graph's
+        # journal cannot see: compare every node with the snapshot taken before the edit.
+        for node in st.graph.nodes():
+            if before.get(node.id) != node.to_dict():
+                st.graph.touch(node.id)
+        self._write(namespace, st)
+        st.rederive()
 
     def delete_namespace(self, namespace: str) -> None:
+        """Remove a namespace whole (see :meth:`forget` for erasure that also purges the file)."""
         validate_namespace(namespace)
-        with self._lock:
+        with self._lock(namespace):
             self._store.delete(namespace)
-            self._states.pop(namespace, None)
+            self._drop(namespace)
 
     # ------------------------------------------------------------------ reading
     def search(
@@ -393,13 +434,19 @@ class MnemisMemory:
         if max_tokens is not None:
             _check_budget(max_tokens)  # before any search work
         when = parse_timestamp(as_of) if as_of is not None else None
-        with self._lock:
+        with self._lock(namespace):
+            if not self._state(namespace).messages:
+                raise NamespaceNotFoundError(namespace)
+        qvec = self.embedder.embed_queries([query])[0]  # outside the lock: it can take a while
+        with self._lock(namespace):
             st = self._state(namespace)
             if not st.messages:
                 raise NamespaceNotFoundError(namespace)
-            qvec = self.embedder.embed_queries([query])[0]
+            if st.path_cache is None:
+                st.path_cache = PathCache()
             hits = dual_path_search(
-                st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived, cache=self._cache
+                st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived,
+                cache=st.path_cache,
             )
         return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
 
@@ -420,7 +467,7 @@ class MnemisMemory:
         states: dict[str, NamespaceState] = {}  # one state lookup (a store version check) per namespace per call
 
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
-            with self._lock:
+            with self._lock(hit.namespace):
                 if hit.namespace not in states:
                     states[hit.namespace] = self._state(hit.namespace)
                 st = states[hit.namespace]
@@ -433,7 +480,7 @@ class MnemisMemory:
         return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)
 
     def close(self) -> None:
-        with self._lock:
+        with self._guard:
             self._store.close()
 
     def __enter__(self) -> MnemisMemory:
@@ -461,20 +508,14 @@ class MnemisMemory:
 
         validate_namespace(namespace)
         when = parse_timestamp(before)
-        with self._lock:
-            self._state(namespace)
-            with self.edit(namespace) as g:
-                return compact_graph(g, when, min_group=min_group, max_messages=max_messages)
+        return self._apply(namespace, lambda st: compact_graph(st.graph, when, min_group=min_group, max_messages=max_messages))
 
     def uncompact(self, namespace: str = "default", overview_ids: list[str] | None = None) -> list[str]:
         """Undo :meth:`compact` (all overviews, or those named); returns the restored fragment ids."""
         from .maintenance.compaction import uncompact_graph
 
         validate_namespace(namespace)
-        with self._lock:
-            self._state(namespace)
-            with self.edit(namespace) as g:
-                return uncompact_graph(g, overview_ids)
+        return self._apply(namespace, lambda st: uncompact_graph(st.graph, overview_ids))
 
     def _vectors_of(self, st: NamespaceState):
         def get(ids: list[str]):
@@ -487,18 +528,20 @@ class MnemisMemory:
     def health(self, namespace: str = "default", *, max_span_days: float = 14.0) -> HealthReport:
         """Diagnose a namespace: sprawling or loosened subtopics, oversized concepts, orphan
         fragments, duplicate entities. Reads only. See :mod:`~mnemis_integrations.core.maintenance.health`."""
+        validate_namespace(namespace)
+        with self._lock(namespace):
+            return self._health_of(self._state(namespace), max_span_days)
+
+    def _health_of(self, st: NamespaceState, max_span_days: float) -> HealthReport:
         from .maintenance.health import check_health
 
-        validate_namespace(namespace)
         b = self.config.build
-        with self._lock:
-            st = self._state(namespace)
-            min_coh = b.subtopic_threshold if b.subtopic_threshold is not None else self.profile.subtopic_threshold
-            return check_health(
-                st.graph, self._vectors_of(st), min_cohesion=min_coh, max_span_days=max_span_days,
-                max_concept_subtopics=b.max_concept_subtopics,
-                max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
-            )
+        min_coh = b.subtopic_threshold if b.subtopic_threshold is not None else self.profile.subtopic_threshold
+        return check_health(
+            st.graph, self._vectors_of(st), min_cohesion=min_coh, max_span_days=max_span_days,
+            max_concept_subtopics=b.max_concept_subtopics,
+            max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
+        )
 
     def rebalance(self, namespace: str = "default", *, max_span_days: float = 14.0) -> RebalanceReport:
         """Fix what :meth:`health` finds: sink-split flagged subtopics into 2-3 focused ones,
@@ -506,69 +549,92 @@ class MnemisMemory:
         from .builder.abstract import label_from_keywords
         from .maintenance.health import rebalance_graph
 
-        report = self.health(namespace, max_span_days=max_span_days)
-        with self._lock:
-            st = self._state(namespace)
-            vectors_of = self._vectors_of(st)
-            with self.edit(namespace) as g:
-                return rebalance_graph(
-                    g, report, vectors_of, max_span_days=max_span_days,
-                    label=lambda frags: label_from_keywords([f.keywords for f in frags], top=2),
-                )
+        validate_namespace(namespace)
+
+        def change(st: NamespaceState) -> RebalanceReport:
+            return rebalance_graph(
+                st.graph, self._health_of(st, max_span_days), self._vectors_of(st), max_span_days=max_span_days,
+                label=lambda frags: label_from_keywords([f.keywords for f in frags], top=2),
+            )
+
+        return self._apply(namespace, change)
 
     def forget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> ForgetReport:
         """Remove messages everywhere: graph, vectors, lexical index, persisted file.
 
-        Unlike archiving, nothing of the text remains: the namespace is rebuilt from the
-        remaining messages (stored vectors reused, nothing re-embedded), so summaries,
-        keywords, labels and entities that quoted it are rebuilt too, and a SQLite file is
-        vacuumed and its WAL emptied. Hand edits and compaction are not replayed.
+        Unlike archiving, nothing of the text remains: every fragment that held a message loses
+        it and derives its keywords, summary and label again from what remains; entities and
+        relations only it named go; parents are relabelled (see
+        :mod:`~mnemis_integrations.core.maintenance.forget`). The rest of the hierarchy, with its
+        compaction overviews and review edits, stays as it was. Then the store is purged (SQLite:
+        deleted rows zeroed, WAL emptied). Safe to repeat: a retry after a crash finishes the purge.
 
         Args:
             message_ids: the messages to forget; ``None`` forgets the whole ``namespace``.
             namespace: whose memory (``"default"`` when only ``message_ids`` is given).
 
+        Returns:
+            A :class:`ForgetReport`; ids that were not stored are listed in ``not_found``.
+
         Raises:
-            InvalidQueryError: neither ``message_ids`` nor ``namespace`` was given.
-            NamespaceNotFoundError: the namespace holds no memory.
+            InvalidQueryError: neither ``message_ids`` nor ``namespace`` was given, or
+                ``message_ids`` is not an iterable of strings.
             StoreError: another process holds the file open, so it could not be purged.
         """
-        from .maintenance.forget import ForgetReport, rebuild_without, split_forgotten
+        from .maintenance.forget import ForgetReport, forget_messages, split_forgotten
 
         if message_ids is None and namespace is None:
             raise InvalidQueryError("forget needs message_ids, a namespace, or both")
         ns = namespace if namespace is not None else "default"
         validate_namespace(ns)
-        if isinstance(message_ids, str):
-            message_ids = [message_ids]
-        with self._lock:
-            st = self._state(ns)
-            if message_ids is None:
-                n = len(st.messages)
+        ids = _message_ids(message_ids) if message_ids is not None else None
+
+        def attempt() -> ForgetReport:
+            st = self._current_state(ns)
+            if st is None:
+                return ForgetReport(ns, 0, tuple(ids or ()))
+            if ids is None:
                 self._store.delete(ns)
-                self._states.pop(ns, None)
-                self._cache = PathCache()
-                self._store.purge()
-                return ForgetReport(ns, n, (), True)
-            kept, gone, missing = split_forgotten(st.messages.values(), message_ids)
+                self._drop(ns)
+                return ForgetReport(ns, len(st.messages), (), True)
+            kept, gone, missing = split_forgotten(st.messages.values(), ids)
             if not gone:
                 return ForgetReport(ns, 0, tuple(missing))
+            if not kept:
+                self._store.delete(ns)
+                self._drop(ns)
+                return ForgetReport(ns, len(gone), tuple(missing), True)
+            forget_messages(st, gone, self.config.build, self._relabel)
+            self._write(ns, st, removed_messages=gone)
+            return ForgetReport(ns, len(gone), tuple(missing))
 
-            vecs = st.msg_vectors.get_many([m.id for m in kept]) if kept else np.zeros((0, st.dim), np.float32)
-            new = rebuild_without(ns, st.dim, self.builder, kept, vecs)
-            try:
-                if kept:
-                    self._saw(ns, self._store.replace(ns, kept, vecs, new.graph.to_data()))
-                else:
-                    self._store.delete(ns)
-            except BaseException:
-                self._states.pop(ns, None)
-                raise
-            if kept:
-                new.version = st.version + 1
-                self._states[ns] = new
-            else:
-                self._states.pop(ns, None)
-            self._cache = PathCache()
-            self._store.purge()
-            return ForgetReport(ns, len(gone), tuple(missing), not kept)
+        with self._lock(ns):
+            report = self._retrying(ns, attempt)
+            self._store.purge()  # also when nothing was found: a retried erasure completes the purge
+        return report
+
+    def purge(self) -> None:
+        """Make what was deleted unrecoverable from the store's files (see :meth:`forget`)."""
+        self._store.purge()
+
+    def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
+        offline = self.builder if isinstance(self.builder, OfflineBuilder) else OfflineBuilder(
+            self.config.build, self.profile, self.review)
+        offline._relabel(st, BuildReport(touched=set(node_ids)))
+
+
+def _snapshot(graph: MemoryGraph) -> dict[str, dict]:
+    return {n.id: n.to_dict() for n in graph.nodes()}
+
+
+def _message_ids(message_ids: Any) -> list[str]:
+    if isinstance(message_ids, str):
+        return [message_ids]
+    try:
+        ids = list(message_ids)
+    except TypeError:
+        raise InvalidQueryError(f"message_ids must be a string or an iterable of strings, got {message_ids!r}") from None
+    bad = [i for i in ids if not isinstance(i, str)]
+    if bad:
+        raise InvalidQueryError(f"message ids must be strings, got {bad[0]!r}")
+    return ids

@@ -8,13 +8,34 @@ linked by several kinds at once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import networkx as nx
 
 from ..errors import NodeNotFoundError
 from .model import Edge, EdgeKind, Node, NodeKind, Status
 
-__all__ = ["MemoryGraph"]
+__all__ = ["EdgeKey", "GraphChanges", "MemoryGraph", "edge_key"]
+
+EdgeKey = tuple[str, str, str]  # (src, dst, multigraph key)
+
+
+def edge_key(edge: Edge) -> EdgeKey:
+    """An edge's identity: one edge per (src, dst, kind), or per relation label for relations."""
+    return edge.src, edge.dst, edge.kind.value if edge.kind != EdgeKind.RELATION else f"relation:{edge.label}"
+
+
+@dataclass
+class GraphChanges:
+    """What changed in a graph since its journal was last taken: the delta a store writes."""
+
+    nodes: list[Node] = field(default_factory=list)  # added or changed, as they are now
+    removed_nodes: list[str] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)  # added
+    removed_edges: list[EdgeKey] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes or self.removed_nodes or self.edges or self.removed_edges)
 
 
 class MemoryGraph:
@@ -36,10 +57,44 @@ class MemoryGraph:
     def __init__(self, namespace: str):
         self.namespace = namespace
         self.g = nx.MultiDiGraph()
+        # The change journal: what a write must persist (see take_changes).
+        self._changed: dict[str, None] = {}  # an ordered set: rows keep the order nodes were made in
+        self._removed: set[str] = set()
+        self._added_edges: dict[EdgeKey, Edge] = {}
+        self._removed_edges: set[EdgeKey] = set()
+
+    # ----- change journal -----
+    def touch(self, node_id: str) -> None:
+        """Record an in-place change of a node (its ``properties`` or lists) for the next write."""
+        self._changed[node_id] = None
+
+    def pending_changes(self) -> bool:
+        return bool(self._changed or self._removed or self._added_edges or self._removed_edges)
+
+    def take_changes(self) -> GraphChanges:
+        """The changes since the last call (nodes as they are now), and a fresh journal."""
+        g = self.g
+        out = GraphChanges(
+            nodes=[g._node[n]["node"] for n in self._changed if n in g],
+            removed_nodes=sorted(n for n in self._removed if n not in g),
+            edges=[e for k, e in self._added_edges.items() if g.has_edge(*k)],
+            removed_edges=sorted(k for k in self._removed_edges if not g.has_edge(*k)),
+        )
+        self.discard_changes()
+        return out
+
+    def discard_changes(self) -> None:
+        self._changed.clear()
+        self._removed.clear()
+        self._added_edges.clear()
+        self._removed_edges.clear()
 
     # ----- nodes -----
     def add_node(self, node: Node) -> None:
         self.g.add_node(node.id, node=node)
+        object.__setattr__(node, "_journal", self._changed)
+        self._changed[node.id] = None
+        self._removed.discard(node.id)
 
     def get(self, node_id: str) -> Node:
         try:
@@ -53,7 +108,13 @@ class MemoryGraph:
     def remove_node(self, node_id: str) -> None:
         if node_id not in self.g:
             raise NodeNotFoundError(node_id)
+        for src, dst, key in [*self.g.in_edges(node_id, keys=True), *self.g.out_edges(node_id, keys=True)]:
+            self._added_edges.pop((src, dst, key), None)
+            self._removed_edges.add((src, dst, key))
+        object.__setattr__(self.g._node[node_id]["node"], "_journal", None)
         self.g.remove_node(node_id)
+        self._changed.pop(node_id, None)
+        self._removed.add(node_id)
 
     def nodes(self, kind: NodeKind | None = None, status: Status | None = None) -> list[Node]:
         out = []
@@ -71,13 +132,17 @@ class MemoryGraph:
         for end in (edge.src, edge.dst):
             if end not in self.g:
                 raise NodeNotFoundError(end)
-        key = edge.kind.value if edge.kind != EdgeKind.RELATION else f"relation:{edge.label}"
-        self.g.add_edge(edge.src, edge.dst, key=key, edge=edge)
+        k = edge_key(edge)
+        self.g.add_edge(edge.src, edge.dst, key=k[2], edge=edge)
+        self._added_edges[k] = edge
+        self._removed_edges.discard(k)
 
     def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
         key = kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
         if self.g.has_edge(src, dst, key):
             self.g.remove_edge(src, dst, key)
+            self._added_edges.pop((src, dst, key), None)
+            self._removed_edges.add((src, dst, key))
 
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
         return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
@@ -172,4 +237,5 @@ class MemoryGraph:
             g.add_node(Node.from_dict(nd))
         for ed in data["edges"]:
             g.add_edge(Edge.from_dict(ed))
+        g.discard_changes()  # what was read is what is stored
         return g

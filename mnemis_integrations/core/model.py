@@ -88,6 +88,15 @@ class Node:
     aliases: list[str] = field(default_factory=list)
     properties: dict = field(default_factory=dict)  # free-form, JSON-serialisable (e.g. from a PropertyGraphStore)
 
+    # A node held by a MemoryGraph reports every field assignment to that graph's change journal,
+    # so a write persists only the nodes that changed (in-place edits of ``properties`` and the
+    # lists go through ``MemoryGraph.touch``).
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        journal = self.__dict__.get("_journal")
+        if journal is not None:
+            journal[self.id] = None
+
     def to_dict(self) -> dict:
         return {
             "id": self.id,

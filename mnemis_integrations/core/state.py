@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,12 @@ class NamespaceState:
     entities: EntityIndex = field(default_factory=EntityIndex)
     df: Counter = field(default_factory=Counter)  # token -> number of fragments holding it
     msg_fragment: dict[str, str] = field(default_factory=dict)
-    version: int = 0  # bumped on every write; caches key on it
+    # The store version this copy was read or last written at (0: not stored yet). Versions come
+    # from a store-wide sequence, so no two states of a namespace ever share one; caches key on it.
+    version: int = 0
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # retrieval.cache.memo: per-version values
+    # Hierarchy paths of this copy (retrieval.cache.PathCache); it lives and dies with the copy.
+    path_cache: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.msg_vectors is None:
@@ -47,12 +52,25 @@ class NamespaceState:
 
     @classmethod
     def restore(
-        cls, namespace: str, dim: int, graph: MemoryGraph, messages: list[Message], msg_keys: list[str], msg_vecs: np.ndarray
+        cls, namespace: str, dim: int, graph: MemoryGraph, messages: list[Message], msg_keys: list[str],
+        msg_vecs: np.ndarray, version: int = 0,
     ) -> NamespaceState:
-        st = cls(namespace=namespace, dim=dim, graph=graph)
+        st = cls(namespace=namespace, dim=dim, graph=graph, version=version)
         st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
         st.msg_vectors.upsert(msg_keys, msg_vecs)
         st.lexical.add(list(st.messages), [m.text for m in st.messages.values()])
+        st.rederive()
+        return st
+
+    def rederive(self) -> None:
+        """Rebuild what derives from the graph (message -> fragment map, fragment document
+        frequencies, entity names, hierarchy vectors) after a hand edit or maintenance; the
+        messages, their vectors and the lexical index do not depend on the graph and are kept."""
+        st, graph = self, self.graph
+        st.msg_fragment, st.df, st.entities = {}, Counter(), EntityIndex()
+        st.node_vectors = VectorIndex(self.dim)
+        st.memo.clear()
+        st.path_cache = None
         for n in graph.nodes(NodeKind.FRAGMENT):
             for mid in n.source_ids:
                 st.msg_fragment.setdefault(mid, n.id)
@@ -64,7 +82,6 @@ class NamespaceState:
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
         st.refresh_vectors([n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)])
         st.refresh_vectors([n.id for n in graph.nodes(NodeKind.CONCEPT)])
-        return st
 
     # Hierarchy vectors are centroids: a fragment's is the mean of its messages', a parent's the
     # mean of its children's. They are derived, so a reopened store needs no embedding at all.

@@ -98,26 +98,6 @@ def test_sigkill_mid_ingest_on_falkordb_loses_no_acknowledged_message(url, store
     assert figures["acked_batches"] > 0
 
 
-def test_a_save_from_a_stale_version_is_refused_and_writes_nothing_on_falkordb(store):  # noqa: F811
-    import numpy as np
-
-    from mnemis_integrations.core.model import Message
-    from mnemis_integrations.core.storage.base import ConcurrentWriteError
-
-    def graph(node_id):
-        return {"namespace": "cas", "nodes": [{"id": node_id, "kind": "fragment", "status": "active"}], "edges": []}
-
-    vec = np.ones((1, 4), np.float32)
-    first = store.save("cas", [Message("a", "ann", "first", None, seq=0)], vec, graph("n1"), expected_version=0)
-    with pytest.raises(ConcurrentWriteError):
-        store.save("cas", [Message("b", "bob", "stale", None, seq=1)], vec, graph("n2"), expected_version=0)
-    kept = store.load("cas", 4)
-    assert store.version("cas") == first
-    assert [m.id for m in kept.messages] == ["a"] and [n["id"] for n in kept.graph["nodes"]] == ["n1"]
-    assert store.save("cas", [Message("b", "bob", "fresh", None, seq=1)], vec, graph("n2"),
-                      expected_version=first) == first + 1
-
-
 def test_two_writer_processes_on_one_namespace_lose_nothing_on_falkordb(url, store):  # noqa: F811
     import subprocess
 

@@ -172,15 +172,18 @@ def test_another_process_sees_the_writes(url, store):
 def test_writes_return_the_new_version_and_values_stay_parameters(store):
     import numpy as np
 
-    from mnemis_integrations.core.model import Message
+    from mnemis_integrations.core.graph import GraphChanges
+    from mnemis_integrations.core.model import Message, Node, NodeKind
     from mnemis_integrations.core.storage import falkordb as fstore
+    from mnemis_integrations.core.storage.base import Delta
 
-    graph = {"namespace": "x", "nodes": [], "edges": []}
     evil = Message("m'1", "a\\\"}", "') DETACH DELETE n //", None, 0)
-    v1 = store.save("x", [evil], np.ones((1, 4), np.float32), graph)
-    v2 = store.replace("x", [evil], np.ones((1, 4), np.float32), graph)
-    assert (v1, v2) == (1, 2) and store.version("x") == 2
+    v1 = store.write("x", Delta(new_messages=[evil], new_vectors=np.ones((1, 4), np.float32)), 0)
+    evil_node = Node("n') DETACH DELETE n //", NodeKind.FRAGMENT, "'}) RETURN 1 //", "x")
+    v2 = store.write("x", Delta(GraphChanges(nodes=[evil_node])), v1)
+    assert v2 > v1 and store.version("x") == v2
     loaded = store.load("x", 4)
+    assert [n["label"] for n in loaded.graph["nodes"]] == [evil_node.label]
     assert loaded.messages[0].text == evil.text and loaded.messages[0].speaker == evil.speaker
     queries = [v for k, v in vars(fstore).items() if k.startswith("_Q_") and isinstance(v, str)]
     queries += list(fstore._Q_HOPS.values())

@@ -183,7 +183,6 @@ class LLMBuilder(OfflineBuilder):
         self._seg = {}
         self._updates(st, created, rep)
         self._relabel(st, rep)
-        st.version += 1
         rep.usage = self._usage.to_dict()
         self.last_usage = self._usage
         return rep

@@ -96,7 +96,6 @@ class OfflineBuilder:
             ments = [mentions[i] for i in idx]
             self._add_fragment(st, frag, msgs, ments, rep)
         self._relabel(st, rep)
-        st.version += 1
         return rep
 
     @staticmethod

@@ -25,6 +25,7 @@ from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..text import format_date
 
 __all__ = [
+    "refresh_overview",
     "ARCHIVED_IN",
     "OVERVIEW_OF",
     "CompactionReport",
@@ -153,8 +154,8 @@ def _archive_node(graph: MemoryGraph, sub: Node, when: datetime | None) -> str:
     return aid
 
 
-def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> Node:
-    members = [graph.get(m) for m in plan.members]
+def _overview_fields(members: list[Node]) -> dict:
+    """An overview's text and times, derived from its members (also after one of them changed)."""
     kw: Counter = Counter()
     for f in members:
         for r, k in enumerate(f.keywords):
@@ -163,18 +164,32 @@ def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> 
     start = min((f.created_at for f in members if f.created_at), default=None)
     end = max((f.event_time for f in members if f.event_time), default=None)
     span = " – ".join(dict.fromkeys(format_date(t) for t in (start, end) if t))
+    return {
+        "label": f"overview {', '.join(keywords[:2])}".strip(),
+        "summary": f"Overview of {len(members)} conversations ({span}): {', '.join(keywords)}",
+        "keywords": keywords,
+        "source_ids": list(dict.fromkeys(m for f in members for m in f.source_ids)),
+        "created_at": start,
+        "event_time": end,
+    }
+
+
+def refresh_overview(graph: MemoryGraph, overview: Node) -> None:
+    """Derive an overview's text again from its members as they are now (after a forget)."""
+    members = [graph.get(m) for m in overview.properties.get(OVERVIEW_OF, []) if graph.has(m)]
+    for name, value in _overview_fields(members).items():
+        setattr(overview, name, value)
+
+
+def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> Node:
+    members = [graph.get(m) for m in plan.members]
     node = Node(
         id=f"o:{plan.members[0]}",
         kind=NodeKind.FRAGMENT,
-        label=f"overview {', '.join(keywords[:2])}".strip(),
         namespace=graph.namespace,
-        summary=f"Overview of {len(members)} conversations ({span}): {', '.join(keywords)}",
-        keywords=keywords,
-        source_ids=list(dict.fromkeys(m for f in members for m in f.source_ids)),
-        created_at=start,
-        event_time=end,
         status=Status.SUPERSEDED if plan.superseded else Status.ACTIVE,
         properties={OVERVIEW_OF: list(plan.members), "compacted_before": before.isoformat()},
+        **_overview_fields(members),
     )
     if plan.superseded:
         ends = [f.valid_until for f in members if f.valid_until is not None]

@@ -1,26 +1,39 @@
 """Forgetting for privacy: remove messages everywhere, unlike archiving.
 
-The namespace is rebuilt from the messages that remain, with the builder that built it and
-the stored message vectors (nothing is embedded again), so no summary, keyword, label or
-entity that quoted a forgotten message survives. The engine then rewrites the namespace in
-the store and purges the file (:meth:`~..storage.sqlite.SQLiteStore.purge`).
+Only the part of the graph that held a forgotten message is touched, so forgetting one message
+costs about as much as adding one, whatever the size of the namespace:
 
-What a rebuild does not replay: hand edits made through ``MnemisMemory.edit`` and
-compaction (run ``compact`` again). Message ids of what was forgotten are not kept anywhere.
+- every fragment that held it (its fragment, the overview that compacted it, the originals an
+  overview stands for) loses it; a fragment left empty goes, and so does a parent left empty;
+  the others get keywords, summary, headline, label and ``mentions`` derived again from the
+  messages that remain;
+- an entity no remaining fragment mentions goes with its relations; a relation read from a
+  forgotten sentence goes too;
+- a node whose id was made from a forgotten message id gets a fresh random id;
+- parents that changed get their labels and summaries derived again; a fact that a removed
+  fragment had superseded is current again when nothing else supersedes it.
+
+Everything else — compaction overviews, review renames, hand edits — stays as it was. The
+engine then writes the change and purges the store, so no byte of the text remains.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
-
-from ..model import Message
+from ..builder.entities import extract_entities
+from ..builder.summarise import fragment_label, headline, keywords_for, summary_line
+from ..config import BuildConfig
+from ..graph import MemoryGraph
+from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
+from ..retrieval.cache import fragment_count
 from ..state import NamespaceState
+from ..text import content_words
+from .compaction import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview, refresh_overview
 
-__all__ = ["ForgetReport", "rebuild_without", "split_forgotten"]
+__all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
 
 
 @dataclass(frozen=True)
@@ -47,15 +60,217 @@ def split_forgotten(messages: Iterable[Message], ids: Iterable[str]) -> tuple[li
     return [m for m in msgs if m.id not in drop], [i for i in wanted if i in drop], [i for i in wanted if i not in stored]
 
 
-def rebuild_without(
-    namespace: str, dim: int, builder: Any, kept: list[Message], vectors: np.ndarray
-) -> NamespaceState:
-    """A fresh namespace state built from ``kept`` (arrival order) and their ``vectors`` (rows).
+def forget_messages(
+    st: NamespaceState, gone: list[str], cfg: BuildConfig, relabel: Callable[[NamespaceState, set[str]], None]
+) -> None:
+    """Remove the messages ``gone`` (all stored in ``st``) from ``st``: graph and every index.
 
-    Built in one batch, the graph can differ in detail from one grown over many batches, but
-    it holds exactly the kept messages and nothing derived from the forgotten ones.
+    ``relabel(st, node_ids)`` derives the labels of changed subtopics and concepts again (the
+    builder's rule). The graph's change journal then holds exactly what the store must write.
     """
-    st = NamespaceState.empty(namespace, dim)
-    if kept:
-        builder.ingest(st, list(kept), np.asarray(vectors, np.float32))
-    return st
+    g = st.graph
+    drop = set(gone)
+    texts = [st.messages[m].text for m in gone]
+    holders = _holders(st, gone)
+    old_tokens = {f: _tokens(st, f) for f in holders}
+    entities = {e.dst for f in holders for e in g.out_edges(f, EdgeKind.MENTIONS)}
+    parents: set[str] = set()
+    for fid in holders:
+        node = g.get(fid)
+        node.source_ids = [m for m in node.source_ids if m not in drop]
+        parents.update(p.id for p in g.ancestors(fid))
+    for m in gone:
+        st.messages.pop(m, None)
+        st.msg_fragment.pop(m, None)
+    st.msg_vectors.remove(gone)
+    st.lexical.remove(gone)
+    for tokens in old_tokens.values():
+        st.df.subtract(tokens)
+
+    for fid in sorted(holders, key=lambda f: is_overview(g.get(f))):  # originals before their overviews
+        node = g.get(fid)
+        if not node.source_ids:
+            parents.update(_remove_fragment(st, fid))
+        elif is_overview(node):
+            refresh_overview(g, node)
+        else:
+            _rederive_fragment(st, node, cfg)
+    _drop_relations_from(st, texts)
+    _drop_unmentioned_entities(st, entities)
+    for fid in holders:
+        if g.has(fid):
+            st.df.update(_tokens(st, fid))
+    for t in set().union(*old_tokens.values()):
+        if st.df.get(t, 1) <= 0:
+            del st.df[t]
+    renamed = _rename_ids_made_from(st, {f for f in holders if g.has(f)} | {p for p in parents if g.has(p)}, drop)
+    alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
+    relabel(st, alive)
+    _refresh_archives(g, alive)
+    st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
+    st.refresh_vectors([p for p in alive if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
+    st.refresh_vectors([p for p in alive if g.get(p).kind == NodeKind.CONCEPT])
+    st.memo.clear()
+    st.path_cache = None
+
+
+def _tokens(st: NamespaceState, fid: str) -> set[str]:
+    return set(content_words(" ".join(m.text for m in st.fragment_messages(fid))))
+
+
+def _holders(st: NamespaceState, gone: list[str]) -> set[str]:
+    """Every fragment holding one of ``gone``: its own, the overview that compacted it, and the
+    originals an overview stands for."""
+    g, out = st.graph, set()
+    for m in gone:
+        first = st.msg_fragment.get(m)
+        frontier = [first] if first is not None else []
+        while frontier:
+            fid = frontier.pop()
+            if fid in out or not g.has(fid):
+                continue
+            node = g.get(fid)
+            if m not in node.source_ids:
+                continue
+            out.add(fid)
+            if ARCHIVED_IN in node.properties:
+                frontier.append(node.properties[ARCHIVED_IN])
+            frontier.extend(node.properties.get(OVERVIEW_OF, []))
+    return out
+
+
+def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig) -> None:
+    g = st.graph
+    msgs = st.fragment_messages(frag.id)
+    mentioned = _mentioned_entities(st, msgs)
+    for e in g.out_edges(frag.id, EdgeKind.MENTIONS):
+        if e.dst not in mentioned:
+            g.remove_edge(e.src, e.dst, EdgeKind.MENTIONS)
+    frag.created_at = msgs[0].timestamp or frag.created_at
+    frag.event_time = msgs[-1].timestamp or frag.event_time
+    frag.keywords = keywords_for([m.text for m in msgs], st.df, fragment_count(st), cfg.keywords_per_fragment)
+    labels = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
+    frag.summary = summary_line(msgs, labels, frag.keywords)
+    if "headline" in frag.properties:
+        frag.properties["headline"] = headline(frag.summary, cfg.headline_terms)
+        g.touch(frag.id)
+    frag.label = fragment_label(frag.keywords, frag.created_at)
+
+
+def _mentioned_entities(st: NamespaceState, msgs: list[Message]) -> set[str]:
+    """Entity ids named by ``msgs`` (speakers and the names in their text)."""
+    out = set()
+    for m, ments in zip(msgs, extract_entities([m.text for m in msgs], known=st.entities.keys())):
+        for name in [m.speaker.strip(), *(em.name for em in ments)]:
+            eid = st.entities.get(name) if name else None
+            if eid is not None:
+                out.add(eid)
+    return out
+
+
+def _remove_fragment(st: NamespaceState, fid: str) -> set[str]:
+    """Remove an emptied fragment; a fact it had superseded is current again if nothing else
+    supersedes it; parents left empty go too. Returns the ids of the parents that remain."""
+    g = st.graph
+    node = g.get(fid)
+    olds = [e.dst for e in g.out_edges(fid, EdgeKind.UPDATES)]
+    overview = node.properties.get(ARCHIVED_IN)
+    if overview and g.has(overview):
+        ov = g.get(overview)
+        ov.properties[OVERVIEW_OF] = [m for m in ov.properties.get(OVERVIEW_OF, []) if m != fid]
+        g.touch(overview)
+    ancestors = [p.id for p in g.ancestors(fid)]
+    g.remove_node(fid)
+    st.node_vectors.remove([fid])
+    for old in olds:
+        if g.has(old) and not g.successors_of(old):
+            o = g.get(old)
+            o.valid_until = None
+            if o.status == Status.SUPERSEDED:
+                o.status = Status.ACTIVE
+    remaining = set()
+    for pid in ancestors:
+        if not g.has(pid):
+            continue
+        if g.children(pid):
+            remaining.add(pid)
+            continue
+        g.remove_node(pid)  # an emptied subtopic, archive or concept
+        st.node_vectors.remove([pid])
+    return remaining
+
+
+def _drop_relations_from(st: NamespaceState, texts: list[str]) -> None:
+    """Remove entity relations read from the forgotten sentences (their labels quote them)."""
+    g = st.graph
+    named = extract_entities(texts, known=st.entities.keys())
+    ids = {st.entities.get(em.name) for ments in named for em in ments} - {None}
+    lowered = [t.lower() for t in texts]
+    for eid in ids:
+        for e in [*g.out_edges(eid, EdgeKind.RELATION), *g.in_edges(eid, EdgeKind.RELATION)]:
+            if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
+                g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
+
+
+def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> None:
+    g = st.graph
+    for eid in candidates:
+        if g.has(eid) and not g.in_edges(eid, EdgeKind.MENTIONS):
+            g.remove_node(eid)
+            st.entities.remove_node(eid)
+
+
+def _rename_ids_made_from(st: NamespaceState, candidates: set[str], gone: set[str]) -> dict[str, str]:
+    """Give a fresh id to every candidate whose id was made from a forgotten message id
+    (``f:<id>``, ``s:<id>``, ``c:<id>``, ``o:f:<id>``, ``a:s:<id>``); returns old -> new."""
+    renamed: dict[str, str] = {}
+    for nid in sorted(candidates):
+        prefix, _, rest = nid.rpartition(":")
+        if prefix and rest in gone and st.graph.get(nid).kind != NodeKind.ENTITY:
+            renamed[nid] = f"{prefix}:{uuid.uuid4().hex[:12]}"
+    for old, new in renamed.items():
+        _rename(st, old, new)
+    return renamed
+
+
+def _referrers(g: MemoryGraph, node: Node) -> list[Node]:
+    """Nodes whose compaction properties name ``node``: its overview, its archived members, and
+    the originals archived from it (a subtopic)."""
+    ids = [*node.properties.get(OVERVIEW_OF, []), node.properties.get(ARCHIVED_IN)]
+    ids += [o.id for a in g.children(node.id) if a.kind == NodeKind.ARCHIVE for o in g.children(a.id)]
+    return [g.get(i) for i in ids if i and g.has(i)]
+
+
+def _rename(st: NamespaceState, old: str, new: str) -> None:
+    g = st.graph
+    node = g.get(old)
+    edges = [*g.out_edges(old), *g.in_edges(old)]
+    referrers = _referrers(g, node)
+    g.remove_node(old)
+    node.id = new
+    g.add_node(node)
+    for e in edges:
+        src, dst = (new if e.src == old else e.src), (new if e.dst == old else e.dst)
+        g.add_edge(Edge(src, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at,
+                        properties=dict(e.properties)))
+    for other in referrers:
+        props = other.properties
+        for key in (ARCHIVED_IN, ARCHIVED_FROM):
+            if props.get(key) == old:
+                props[key] = new
+        if old in props.get(OVERVIEW_OF, []):
+            props[OVERVIEW_OF] = [new if m == old else m for m in props[OVERVIEW_OF]]
+        g.touch(other.id)
+    for mid in node.source_ids:
+        if st.msg_fragment.get(mid) == old:
+            st.msg_fragment[mid] = new
+    st.node_vectors.remove([old])
+
+
+def _refresh_archives(g: MemoryGraph, parents: set[str]) -> None:
+    """An archive node's summary names its subtopic: follow the subtopic's new label."""
+    for pid in parents:
+        if g.has(pid) and g.get(pid).kind == NodeKind.SUBTOPIC:
+            for child in g.children(pid):
+                if child.kind == NodeKind.ARCHIVE:
+                    child.summary = f"archived fragments of {g.get(pid).label}"

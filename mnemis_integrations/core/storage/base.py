@@ -1,38 +1,58 @@
 """The storage contract: raw messages with their vectors, plus the graph, per namespace.
 
-A ``save`` is atomic: either the new messages, their vectors and the new graph are
-all stored, or nothing is. A store that keeps a per-namespace write counter (``version``)
-lets other objects and processes see that their copy is stale; one that also sets
-``checks_version_on_save`` refuses, atomically, a ``save`` made from a stale copy
-(:class:`ConcurrentWriteError`), so two writers never overwrite each other's graph.
+Every change to a namespace is one :class:`Delta` written by :meth:`GraphStore.write`: the
+messages and vectors added or removed and the graph elements created, changed or removed,
+nothing else, so the cost of a write follows the size of the change, not of the namespace.
+A write is atomic and conditional: it names the version its copy was read at and is refused
+whole (:class:`ConcurrentWriteError`) when another writer has moved the namespace since.
+
+Versions never go back. Each write takes the next value of one store-wide sequence, so a
+namespace that was deleted and created again never shows a version an old copy has seen: a
+copy compares its version with :meth:`GraphStore.version` and drops itself when they differ.
+A namespace that does not exist has version 0.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from ...errors import StoreError
+from ..graph import GraphChanges
 from ..model import Message
 
-__all__ = ["ConcurrentWriteError", "GraphStore", "StoredNamespace"]
+__all__ = ["ConcurrentWriteError", "Delta", "GraphStore", "StoredNamespace"]
 
 
 class ConcurrentWriteError(StoreError):
     """Another writer changed the namespace since this copy was read; nothing was written.
 
-    The engine reloads the namespace and builds the batch again; a caller sees it only if
+    The engine reloads the namespace and builds the change again; a caller sees it only if
     that keeps failing."""
 
 
 @dataclass
 class StoredNamespace:
-    graph: dict | None
+    graph: dict
     messages: list[Message]
     vector_keys: list[str]
     vectors: np.ndarray
+    version: int  # the version these rows were read at (in the same transaction)
+
+
+@dataclass
+class Delta:
+    """One write of one namespace."""
+
+    graph: GraphChanges = field(default_factory=GraphChanges)
+    new_messages: list[Message] = field(default_factory=list)
+    new_vectors: np.ndarray | None = None  # one row per new message
+    removed_messages: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.graph or self.new_messages or self.removed_messages)
 
 
 class GraphStore(Protocol):
@@ -40,22 +60,33 @@ class GraphStore(Protocol):
 
     def set_meta(self, key: str, value: str) -> None: ...
 
+    def stored_dim(self) -> int | None:
+        """Vector dimension from the stored rows (stores written before the ``dim`` meta row)."""
+        ...
+
     def namespaces(self) -> list[str]: ...
+
+    def version(self, namespace: str) -> int:
+        """The namespace's version now; 0 when it does not exist."""
+        ...
 
     def load(self, namespace: str, dim: int) -> StoredNamespace | None: ...
 
-    def save(
-        self,
-        namespace: str,
-        new_messages: list[Message],
-        new_vectors: np.ndarray,
-        graph: dict,
-        meta: dict[str, str] | None = None,
-    ) -> None: ...
+    def write(
+        self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
+    ) -> int:
+        """Apply ``delta`` atomically if the namespace is still at ``expected_version``.
 
-    def replace(self, namespace: str, messages: list[Message], vectors: np.ndarray, graph: dict) -> None: ...
+        ``meta`` rows (embedder id, dimension) are written with it. Returns the new version.
 
-    def delete(self, namespace: str) -> None: ...
+        Raises:
+            ConcurrentWriteError: the namespace moved past ``expected_version``; nothing written.
+        """
+        ...
+
+    def delete(self, namespace: str) -> None:
+        """Remove the namespace whole (its version then reads 0; the sequence never goes back)."""
+        ...
 
     def purge(self) -> None:
         """Leave no recoverable copy of deleted or replaced rows (forgetting for privacy)."""

@@ -5,14 +5,17 @@ Layout of the graph ``mnemis:<namespace>``:
 - ``(:Message {id, seq, speaker, text, timestamp, vec})``: raw messages; ``vec`` is the float32
   vector, base64 (reading FalkorDB ``vecf32`` values back costs ~1 ms per vector in the client,
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
-- ``(:Node {id, kind, status, data})`` and ``(:Node)-[:EDGE {kind, label, data}]->(:Node)``: the
-  memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
-- ``(:Meta {key: "version", value})``: bumped by every write, so other processes can tell
-  that their copy is stale (:meth:`FalkorDBStore.version`).
+- ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
+  the memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
+  ``ord`` keeps the order elements were made in;
+- ``(:Meta {key: "version", value})``: the namespace's version.
 
+Every write is one Cypher query, which FalkorDB runs atomically: it applies a delta (MERGE or
+DELETE of just the elements that changed) only if the namespace is still at the version the
+writer read. Versions come from one store-wide counter (the Redis key ``mnemis__write_seq``,
+``INCR``), so a namespace that was deleted and made again never shows an old version.
 Store-wide metadata (format version, embedder id, dimension) lives in the graph ``mnemis__meta``.
-Every write of a namespace is one Cypher query, which FalkorDB runs atomically. Query text is
-constant; every value travels as a query parameter.
+Query text is constant; every value travels as a query parameter.
 """
 
 from __future__ import annotations
@@ -24,40 +27,55 @@ from urllib.parse import urlparse
 import numpy as np
 
 from ...errors import StoreError
+from ..graph import edge_key
 from ..model import Message
-from .base import ConcurrentWriteError, StoredNamespace
+from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 _PREFIX = "mnemis:"
 _META_GRAPH = "mnemis__meta"
+_SEQ_KEY = "mnemis__write_seq"
+_ORD_STEP = 1 << 20  # element order: version * step + position in the write
 
 _Q_META_GET = "MATCH (m:Meta {key: $key}) RETURN m.value"
 _Q_META_SET = "MERGE (m:Meta {key: $key}) SET m.value = $value"
 _Q_VERSION = "MATCH (v:Meta {key: 'version'}) RETURN v.value"
 _Q_DIM = "MATCH (m:Message) RETURN m.vec LIMIT 1"
-_Q_NODES = "MATCH (n:Node) RETURN n.data"
-_Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data"
+_Q_NODES = "MATCH (n:Node) RETURN n.data ORDER BY n.ord"
+_Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
 _Q_MESSAGES = "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec ORDER BY m.seq"
-# One query per write: FalkorDB executes a query atomically. ``WITH count(*)`` after each
-# UNWIND keeps exactly one row flowing even when the list is empty. The write happens only if
-# the namespace is still at ``$expected`` (null: unconditionally); that test, ``ok``, is read
+# ``WITH count(*)`` after each UNWIND keeps exactly one row flowing even when the list is empty.
+# The write happens only if the namespace is still at ``$expected``; that test, ``ok``, is read
 # again after each aggregation (nothing changes the version before the last clause), so a
-# refused write touches nothing and returns -1: a compare-and-swap inside one atomic query.
-_OK = "OPTIONAL MATCH (cur:Meta {key: 'version'}) WITH ($expected IS NULL OR coalesce(cur.value, 0) = $expected) AS ok"
-_GRAPH_PART = f"""
+# refused write touches nothing and returns false: a compare-and-swap inside one atomic query.
+_OK = "OPTIONAL MATCH (cur:Meta {key: 'version'}) WITH coalesce(cur.value, 0) = $expected AS ok"
+_Q_WRITE = f"""
 {_OK}
-OPTIONAL MATCH (old:Node) WHERE ok DETACH DELETE old
-WITH count(*) AS _d
+UNWIND CASE WHEN ok THEN $removed_nodes ELSE [] END AS rid
+MATCH (gone:Node {{id: rid}}) DETACH DELETE gone
+WITH count(*) AS _rn
+{_OK}
+UNWIND CASE WHEN ok THEN $removed_edges ELSE [] END AS re
+MATCH (:Node {{id: re.src}})-[gone:EDGE {{key: re.key}}]->(:Node {{id: re.dst}}) DELETE gone
+WITH count(*) AS _re
+{_OK}
+UNWIND CASE WHEN ok THEN $removed_msgs ELSE [] END AS rm
+MATCH (gone:Message {{id: rm}}) DELETE gone
+WITH count(*) AS _rm
 {_OK}
 UNWIND CASE WHEN ok THEN $nodes ELSE [] END AS nd
-CREATE (:Node {{id: nd.id, kind: nd.kind, status: nd.status, data: nd.data}})
+MERGE (n:Node {{id: nd.id}})
+ON CREATE SET n.ord = nd.ord
+SET n.kind = nd.kind, n.status = nd.status, n.data = nd.data
 WITH count(*) AS _n
 {_OK}
 UNWIND CASE WHEN ok THEN $edges ELSE [] END AS ed
 MATCH (a:Node {{id: ed.src}}), (b:Node {{id: ed.dst}})
-CREATE (a)-[:EDGE {{kind: ed.kind, label: ed.label, data: ed.data}}]->(b)
+MERGE (a)-[e:EDGE {{key: ed.key}}]->(b)
+ON CREATE SET e.ord = ed.ord
+SET e.kind = ed.kind, e.label = ed.label, e.data = ed.data
 WITH count(*) AS _e
 {_OK}
 UNWIND CASE WHEN ok THEN $msgs ELSE [] END AS m
@@ -65,10 +83,15 @@ CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, times
 WITH count(*) AS _m
 {_OK}
 MERGE (v:Meta {{key: 'version'}})
-SET v.value = CASE WHEN ok THEN coalesce(v.value, 0) + 1 ELSE v.value END
-RETURN CASE WHEN ok THEN v.value ELSE -1 END
+SET v.value = CASE WHEN ok THEN $new ELSE v.value END
+RETURN ok
 """
-_Q_SAVE = _GRAPH_PART
+# Format 1 had no edge keys and no element order: give every element both.
+_Q_UPGRADE_1 = (
+    "MATCH (n:Node) SET n.ord = id(n) WITH count(*) AS _n "
+    "MATCH ()-[e:EDGE]->() SET e.ord = id(e), "
+    "e.key = CASE WHEN e.kind = 'relation' THEN 'relation:' + e.label ELSE e.kind END"
+)
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
 # hierarchy node within ``h`` hops over the allowed edge kinds, both directions. A hop bound
 # cannot be a parameter in a variable-length pattern, so there is one constant query per bound.
@@ -81,7 +104,6 @@ _Q_HOPS = {
     )
     for h in range(1, 6)
 }
-_Q_REPLACE = "OPTIONAL MATCH (gone:Message) DELETE gone WITH count(*) AS _g " + _GRAPH_PART
 
 
 def _vec_out(v: np.ndarray) -> str:
@@ -119,8 +141,6 @@ class FalkorDBStore:
         StoreError: the server cannot be reached or holds another format version.
     """
 
-    checks_version_on_save = True
-
     def __init__(self, url: str):
         from falkordb import FalkorDB
 
@@ -133,11 +153,15 @@ class FalkorDBStore:
             raise
         except Exception as e:  # redis.ConnectionError and friends
             raise StoreError(f"cannot reach FalkorDB at {url!r}: {e}") from e
+        self._indexed: set[str] = set()
         if version is None:
+            self.set_meta("format_version", FORMAT_VERSION)
+        elif version == "1":
+            for ns in self.namespaces():
+                self._db.select_graph(_PREFIX + ns).query(_Q_UPGRADE_1)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(f"FalkorDB at {url!r} has format {version}; this version reads format {FORMAT_VERSION}")
-        self._indexed: set[str] = set()
 
     # ----- meta -----
     def get_meta(self, key: str) -> str | None:
@@ -174,8 +198,7 @@ class FalkorDBStore:
         return sorted(n[len(_PREFIX):] for n in self._db.list_graphs() if n.startswith(_PREFIX))
 
     def version(self, namespace: str) -> int:
-        """The namespace's write counter (0 when absent): a process whose copy was loaded at an
-        older version must reload to see another process's writes."""
+        """The namespace's version (0 when absent)."""
         if not self._exists(_PREFIX + namespace):
             return 0
         rows = self._db.select_graph(_PREFIX + namespace).ro_query(_Q_VERSION).result_set
@@ -183,18 +206,24 @@ class FalkorDBStore:
 
     # ----- reading -----
     def load(self, namespace: str, dim: int) -> StoredNamespace | None:
-        if not self._exists(_PREFIX + namespace):
-            return None
-        g = self._db.select_graph(_PREFIX + namespace)
-        nodes = [json.loads(r[0]) for r in g.ro_query(_Q_NODES).result_set]
-        edges = [json.loads(r[0]) for r in g.ro_query(_Q_EDGES).result_set]
-        rows = g.ro_query(_Q_MESSAGES).result_set
+        # Three reads, each atomic: the version before and after must agree, or another writer
+        # came in between and the reads are taken again.
+        while True:
+            before = self.version(namespace)
+            if before == 0:
+                return None
+            g = self._db.select_graph(_PREFIX + namespace)
+            nodes = [json.loads(r[0]) for r in g.ro_query(_Q_NODES).result_set]
+            edges = [json.loads(r[0]) for r in g.ro_query(_Q_EDGES).result_set]
+            rows = g.ro_query(_Q_MESSAGES).result_set
+            if self.version(namespace) == before:
+                break
         messages = [
             Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q}) for i, s, t, ts, q, _ in rows
         ]
         arr = np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim) if rows else np.zeros((0, dim), np.float32)
         return StoredNamespace({"namespace": namespace, "nodes": nodes, "edges": edges}, messages,
-                               [m.id for m in messages], arr)
+                               [m.id for m in messages], arr, before)
 
     def hop_distances(
         self, namespace: str, seeds: list[str], kinds: list[str], max_hops: int,
@@ -212,42 +241,42 @@ class FalkorDBStore:
 
     # ----- writing -----
     @staticmethod
-    def _params(graph: dict, messages: list[Message], vectors: np.ndarray) -> dict:
+    def _params(delta: Delta, new: int) -> dict:
+        g = delta.graph
+        vectors = delta.new_vectors if delta.new_messages else []
         return {
-            "nodes": [{"id": n["id"], "kind": n["kind"], "status": n.get("status", "active"), "data": json.dumps(n)}
-                      for n in graph["nodes"]],
-            "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"], "label": e.get("label", ""),
-                       "data": json.dumps(e)} for e in graph["edges"]],
+            "removed_nodes": list(g.removed_nodes),
+            "removed_edges": [{"src": s, "dst": d, "key": k} for s, d, k in g.removed_edges],
+            "removed_msgs": list(delta.removed_messages),
+            "nodes": [{"id": n.id, "kind": n.kind.value, "status": n.status.value, "ord": new * _ORD_STEP + i,
+                       "data": json.dumps(n.to_dict())} for i, n in enumerate(g.nodes)],
+            "edges": [{"src": e.src, "dst": e.dst, "key": edge_key(e)[2], "kind": e.kind.value, "label": e.label,
+                       "ord": new * _ORD_STEP + i, "data": json.dumps(e.to_dict())} for i, e in enumerate(g.edges)],
             "msgs": [{"id": m.id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
                       "timestamp": m.timestamp.isoformat() if m.timestamp else None, "vec": _vec_out(v)}
-                     for m, v in zip(messages, vectors)],
+                     for m, v in zip(delta.new_messages, vectors)],
         }
 
-    def save(
-        self, namespace, new_messages, new_vectors, graph, meta: dict[str, str] | None = None,
-        expected_version: int | None = None,
-    ) -> int:
-        """Append messages and replace the graph in one query; returns the namespace's new version.
+    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+        """Apply ``delta`` in one query if the namespace is still at ``expected_version``; returns
+        the new version.
 
         ``meta`` is written first: left alone by a crash, it only names the embedder and
-        dimension of a store with no data yet. With ``expected_version``, the query writes
-        nothing and :class:`ConcurrentWriteError` is raised when another writer moved the
-        namespace past it."""
+        dimension of a store with no data yet.
+
+        Raises:
+            ConcurrentWriteError: another writer moved the namespace; the query wrote nothing.
+        """
         for key, value in (meta or {}).items():
             if self.get_meta(key) != value:
                 self.set_meta(key, value)
-        params = self._params(graph, new_messages, new_vectors) | {"expected": expected_version}
-        version = int(self._graph(namespace).query(_Q_SAVE, params).result_set[0][0])
-        if version < 0:
+        new = int(self._db.connection.incr(_SEQ_KEY))
+        params = self._params(delta, new) | {"expected": expected_version, "new": new}
+        if not self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]:
             raise ConcurrentWriteError(
                 f"namespace {namespace!r} was written by another writer since version {expected_version}"
             )
-        return version
-
-    def replace(self, namespace, messages, vectors, graph) -> int:
-        """Rewrite a namespace whole, in one query; returns the namespace's new version."""
-        params = self._params(graph, messages, vectors) | {"expected": None}
-        return int(self._graph(namespace).query(_Q_REPLACE, params).result_set[0][0])
+        return new
 
     def delete(self, namespace: str) -> None:
         if self._exists(_PREFIX + namespace):

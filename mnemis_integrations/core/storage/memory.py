@@ -1,22 +1,39 @@
-"""In-process store (the default): plain copies, so a failed write can be rolled back by reloading."""
+"""In-process store (the default): plain copies, held as the persistent stores hold rows.
+
+Nodes and edges are kept as their JSON text, so a write applies a delta as the other stores do
+and nothing outside the store shares an object with it.
+"""
 
 from __future__ import annotations
 
-import copy
 import json
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..graph import edge_key
 from ..model import Message
-from .base import StoredNamespace
+from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["InMemoryStore"]
+
+
+@dataclass
+class _Namespace:
+    version: int
+    nodes: dict[str, str] = field(default_factory=dict)
+    edges: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    messages: dict[str, Message] = field(default_factory=dict)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class InMemoryStore:
     def __init__(self):
         self._meta: dict[str, str] = {}
-        self._ns: dict[str, tuple[str, list[Message], list[str], np.ndarray]] = {}
+        self._ns: dict[str, _Namespace] = {}
+        self._seq = 0  # the store-wide write sequence: versions never go back
+        self._lock = threading.Lock()
 
     def get_meta(self, key: str) -> str | None:
         return self._meta.get(key)
@@ -25,39 +42,66 @@ class InMemoryStore:
         self._meta[key] = value
 
     def stored_dim(self) -> int | None:
-        for _, _, _, vecs in self._ns.values():
-            if len(vecs):
-                return int(vecs.shape[1])
+        for ns in self._ns.values():
+            for v in ns.vectors.values():
+                return int(v.shape[0])
         return None
 
     def namespaces(self) -> list[str]:
         return sorted(self._ns)
 
+    def version(self, namespace: str) -> int:
+        ns = self._ns.get(namespace)
+        return ns.version if ns is not None else 0
+
     def load(self, namespace: str, dim: int) -> StoredNamespace | None:
-        if namespace not in self._ns:
-            return None
-        graph_json, msgs, keys, vecs = self._ns[namespace]
-        return StoredNamespace(json.loads(graph_json), list(msgs), list(keys), vecs.copy())
+        with self._lock:
+            ns = self._ns.get(namespace)
+            if ns is None:
+                return None
+            keys = list(ns.vectors)
+            vecs = np.stack([ns.vectors[k] for k in keys]) if keys else np.zeros((0, dim), np.float32)
+            return StoredNamespace(
+                {"namespace": namespace, "nodes": [json.loads(d) for d in ns.nodes.values()],
+                 "edges": [json.loads(d) for d in ns.edges.values()]},
+                sorted(ns.messages.values(), key=lambda m: m.seq), keys, vecs, ns.version,
+            )
 
-    def save(self, namespace, new_messages, new_vectors, graph, meta=None) -> None:
-        graph_json = json.dumps(graph)
-        self._meta.update(meta or {})
-        _, msgs, keys, vecs = self._ns.get(namespace, ("", [], [], np.zeros((0, new_vectors.shape[1]), np.float32)))
-        self._ns[namespace] = (
-            graph_json,
-            msgs + list(new_messages),
-            keys + [m.id for m in new_messages],
-            np.concatenate([vecs, np.asarray(new_vectors, np.float32)]) if len(new_messages) else vecs,
-        )
-
-    def replace(self, namespace, messages, vectors, graph) -> None:
-        self._ns[namespace] = (json.dumps(graph), list(messages), [m.id for m in messages], copy.deepcopy(vectors))
+    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+        with self._lock:
+            current = self.version(namespace)
+            if current != expected_version:
+                raise ConcurrentWriteError(
+                    f"namespace {namespace!r} was written by another writer (version {current}, this copy {expected_version})"
+                )
+            self._seq += 1
+            ns = self._ns.get(namespace) or _Namespace(self._seq)
+            ns.version = self._seq
+            self._meta.update(meta or {})
+            g = delta.graph
+            for nid in g.removed_nodes:
+                ns.nodes.pop(nid, None)
+            for k in g.removed_edges:
+                ns.edges.pop(k, None)
+            for n in g.nodes:
+                ns.nodes[n.id] = json.dumps(n.to_dict())
+            for e in g.edges:
+                ns.edges[edge_key(e)] = json.dumps(e.to_dict())
+            for mid in delta.removed_messages:
+                ns.messages.pop(mid, None)
+                ns.vectors.pop(mid, None)
+            for i, m in enumerate(delta.new_messages):
+                ns.messages[m.id] = m
+                ns.vectors[m.id] = np.array(delta.new_vectors[i], np.float32)
+            self._ns[namespace] = ns
+            return ns.version
 
     def delete(self, namespace: str) -> None:
-        self._ns.pop(namespace, None)
+        with self._lock:
+            self._ns.pop(namespace, None)
 
     def purge(self) -> None:
-        """Nothing to do: a replaced or deleted namespace leaves no copy behind in process memory."""
+        """Nothing to do: a deleted row leaves no copy behind in process memory."""
 
     def close(self) -> None:
         pass

@@ -1,11 +1,11 @@
 """Single-file persistent store (SQLite): many namespaces, one transaction per write.
 
-Layout: ``messages`` (raw text, append-only), ``vectors`` (float32 bytes per message,
-so a reopened store never re-embeds), ``graphs`` (node-link JSON per namespace) and
-``meta`` (format version, embedder id) and ``versions`` (a write counter per namespace, so
-other objects and processes reload a stale copy, and a write from a stale copy is refused).
-Plain data only, never pickle. WAL mode lets readers in other processes read while one
-process writes.
+Layout: ``messages`` (raw text), ``vectors`` (float32 bytes per message, so a reopened store
+never re-embeds), ``nodes`` and ``edges`` (one row per graph element with its JSON, so a write
+touches only what changed), ``versions`` (each namespace's version, taken from the store-wide
+sequence ``meta.write_seq`` so it never goes back) and ``meta`` (format version, embedder id,
+dimension). Plain data only, never pickle. WAL mode lets readers in other processes read while
+one process writes. Files of format 1 (one graph blob per namespace) are converted on open.
 """
 
 from __future__ import annotations
@@ -14,17 +14,20 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import StoreError
-from ..model import Message
-from .base import ConcurrentWriteError, StoredNamespace
+from ..graph import edge_key
+from ..model import Edge, Message
+from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 _OPEN_ATTEMPTS = 100  # x 50 ms
 
 _SCHEMA = """
@@ -37,27 +40,32 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE TABLE IF NOT EXISTS vectors (
     namespace TEXT NOT NULL, id TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (namespace, id)
 );
-CREATE TABLE IF NOT EXISTS graphs (namespace TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nodes (namespace TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS edges (
+    namespace TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (namespace, src, dst, key)
+);
 CREATE TABLE IF NOT EXISTS versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL);
 """
 
 
 class SQLiteStore:
-    checks_version_on_save = True
-
     def __init__(self, path: str | Path):
         self.path = str(path)
+        self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
             self._set_up()
+            version = self.get_meta("format_version")
+            if version is None:
+                self.set_meta("format_version", FORMAT_VERSION)
+                self.set_meta("zeroed", "1")  # written with secure_delete from its first row
+            elif version == "1":
+                self._upgrade_from_1()
+            elif version != FORMAT_VERSION:
+                raise StoreError(f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}")
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot open memory store {self.path!r}: {e}") from e
-        self._lock = threading.RLock()
-        version = self.get_meta("format_version")
-        if version is None:
-            self.set_meta("format_version", FORMAT_VERSION)
-        elif version != FORMAT_VERSION:
-            raise StoreError(f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}")
 
     def _set_up(self) -> None:
         # Switching a new file to WAL needs it to itself and fails at once, without waiting, when
@@ -66,12 +74,39 @@ class SQLiteStore:
             try:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
+                # Deleted rows are overwritten with zeros, so forgotten text does not linger in free pages.
+                self._conn.execute("PRAGMA secure_delete=ON")
                 self._conn.executescript(_SCHEMA)
                 return
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or attempt + 1 == _OPEN_ATTEMPTS:
                     raise
                 time.sleep(0.05)
+
+    def _upgrade_from_1(self) -> None:
+        """Format 1 kept one graph blob per namespace: split it into node and edge rows."""
+        with self._transaction():
+            if self._conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0] != "1":
+                return  # another process upgraded it meanwhile
+            for namespace, data in self._conn.execute("SELECT namespace, data FROM graphs").fetchall():
+                graph = json.loads(data)
+                self._put_nodes(namespace, graph["nodes"])
+                self._put_edges(namespace, [Edge.from_dict(e) for e in graph["edges"]])
+            seq = self._conn.execute("SELECT coalesce(max(version), 0) FROM versions").fetchone()[0]
+            self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(seq),))
+            self._conn.execute("DROP TABLE graphs")
+            self._conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (FORMAT_VERSION,))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def get_meta(self, key: str) -> str | None:
         with self._lock:
@@ -90,33 +125,40 @@ class SQLiteStore:
 
     def namespaces(self) -> list[str]:
         with self._lock:
-            rows = self._conn.execute("SELECT namespace FROM graphs ORDER BY namespace").fetchall()
+            rows = self._conn.execute("SELECT namespace FROM versions ORDER BY namespace").fetchall()
         return [r[0] for r in rows]
 
     def version(self, namespace: str) -> int:
-        """The namespace's write counter (0 before its first write)."""
+        """The namespace's version (0 when it does not exist)."""
         with self._lock:
             row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
         return int(row[0]) if row else 0
 
-    def _bump(self, namespace: str, expected: int | None = None) -> int:
-        """Inside a write transaction: check ``expected`` against the counter, then add one."""
+    def _next_version(self, namespace: str, expected: int) -> int:
+        """Inside a write transaction: check ``expected``, then give the namespace the next sequence value."""
         row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
         current = int(row[0]) if row else 0
-        if expected is not None and current != expected:
+        if current != expected:
             raise ConcurrentWriteError(
                 f"namespace {namespace!r} was written by another writer (version {current}, this copy {expected})"
             )
-        self._conn.execute("INSERT OR REPLACE INTO versions (namespace, version) VALUES (?, ?)", (namespace, current + 1))
-        return current + 1
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'write_seq'").fetchone()
+        new = max(int(row[0]) if row else 0, current) + 1
+        self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(new),))
+        self._conn.execute("INSERT OR REPLACE INTO versions (namespace, version) VALUES (?, ?)", (namespace, new))
+        return new
 
     def load(self, namespace: str, dim: int) -> StoredNamespace | None:
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                g = self._conn.execute("SELECT data FROM graphs WHERE namespace = ?", (namespace,)).fetchone()
-                if g is None:
+                row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
+                if row is None:
                     return None
+                nodes = self._conn.execute(
+                    "SELECT data FROM nodes WHERE namespace = ? ORDER BY rowid", (namespace,)).fetchall()
+                edges = self._conn.execute(
+                    "SELECT data FROM edges WHERE namespace = ? ORDER BY rowid", (namespace,)).fetchall()
                 msgs = self._conn.execute(
                     "SELECT id, speaker, text, timestamp, seq FROM messages WHERE namespace = ? ORDER BY seq",
                     (namespace,),
@@ -133,82 +175,78 @@ class SQLiteStore:
             if vecs
             else np.zeros((0, dim), np.float32)
         )
-        return StoredNamespace(json.loads(g[0]), messages, keys, arr)
+        graph = {"namespace": namespace, "nodes": [json.loads(r[0]) for r in nodes],
+                 "edges": [json.loads(r[0]) for r in edges]}
+        return StoredNamespace(graph, messages, keys, arr, int(row[0]))
 
-    def _write_messages(self, namespace: str, messages: list[Message], vectors: np.ndarray) -> None:
+    # Upserts keep a row's rowid, so rows read back in the order their elements were first made.
+    def _put_nodes(self, namespace: str, nodes: list[dict]) -> None:
         self._conn.executemany(
-            "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (namespace, m.id, m.seq, m.speaker, m.text, m.timestamp.isoformat() if m.timestamp else None)
-                for m in messages
-            ],
-        )
-        self._conn.executemany(
-            "INSERT INTO vectors (namespace, id, vec) VALUES (?, ?, ?)",
-            [(namespace, m.id, np.asarray(v, np.float32).tobytes()) for m, v in zip(messages, vectors)],
+            "INSERT INTO nodes (namespace, id, data) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, id) DO UPDATE SET data = excluded.data",
+            [(namespace, n["id"], json.dumps(n)) for n in nodes],
         )
 
-    def save(
-        self, namespace, new_messages, new_vectors, graph, meta: dict[str, str] | None = None,
-        expected_version: int | None = None,
-    ) -> int:
-        """Append messages and replace the graph in one transaction; ``meta`` rows are written in it too.
+    def _put_edges(self, namespace: str, edges: list[Edge]) -> None:
+        self._conn.executemany(
+            "INSERT INTO edges (namespace, src, dst, key, data) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (namespace, src, dst, key) DO UPDATE SET data = excluded.data",
+            [(namespace, *edge_key(e), json.dumps(e.to_dict())) for e in edges],
+        )
 
-        Returns the namespace's new version. Raises :class:`ConcurrentWriteError` (writing nothing)
-        when ``expected_version`` is given and another writer has moved the namespace past it.
+    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+        """Apply ``delta`` in one transaction if the namespace is still at ``expected_version``.
+
+        Returns the namespace's new version. Raises :class:`ConcurrentWriteError` (writing
+        nothing) when another writer has moved the namespace past ``expected_version``.
         """
-        data = json.dumps(graph)
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                version = self._bump(namespace, expected_version)
-                for key, value in (meta or {}).items():
-                    self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-                self._write_messages(namespace, new_messages, new_vectors)
-                self._conn.execute("INSERT OR REPLACE INTO graphs (namespace, data) VALUES (?, ?)", (namespace, data))
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-        return version
-
-    def replace(self, namespace, messages, vectors, graph) -> int:
-        """Rewrite a namespace whole (used by forgetting and maintenance); returns its new version."""
-        data = json.dumps(graph)
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                version = self._bump(namespace)
-                for table in ("messages", "vectors", "graphs"):
-                    self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
-                self._write_messages(namespace, messages, vectors)
-                self._conn.execute("INSERT INTO graphs (namespace, data) VALUES (?, ?)", (namespace, data))
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        g = delta.graph
+        with self._transaction():
+            version = self._next_version(namespace, expected_version)
+            for key, value in (meta or {}).items():
+                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+            self._conn.executemany("DELETE FROM nodes WHERE namespace = ? AND id = ?",
+                                   [(namespace, n) for n in g.removed_nodes])
+            self._conn.executemany("DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND key = ?",
+                                   [(namespace, *k) for k in g.removed_edges])
+            self._put_nodes(namespace, [n.to_dict() for n in g.nodes])
+            self._put_edges(namespace, g.edges)
+            for table in ("messages", "vectors"):
+                self._conn.executemany(f"DELETE FROM {table} WHERE namespace = ? AND id = ?",
+                                       [(namespace, m) for m in delta.removed_messages])
+            self._conn.executemany(
+                "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
+                [(namespace, m.id, m.seq, m.speaker, m.text, m.timestamp.isoformat() if m.timestamp else None)
+                 for m in delta.new_messages],
+            )
+            self._conn.executemany(
+                "INSERT INTO vectors (namespace, id, vec) VALUES (?, ?, ?)",
+                [(namespace, m.id, np.asarray(v, np.float32).tobytes())
+                 for m, v in zip(delta.new_messages, delta.new_vectors if delta.new_messages else [])],
+            )
         return version
 
     def delete(self, namespace: str) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._bump(namespace)  # other copies must notice the namespace is gone
-            for table in ("messages", "vectors", "graphs"):
+        """Remove the namespace whole; its version row goes too (the sequence keeps counting)."""
+        with self._transaction():
+            for table in ("messages", "vectors", "nodes", "edges", "versions"):
                 self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
-            self._conn.execute("COMMIT")
 
     def purge(self) -> None:
-        """Make deleted rows unrecoverable from the file: rebuild it and empty the WAL.
+        """Make deleted rows unrecoverable from the file; safe to repeat (a retried erasure).
 
-        ``VACUUM`` rewrites the database without free pages (where deleted text would linger),
-        then a ``TRUNCATE`` checkpoint folds the WAL back and cuts it to zero bytes.
+        Rows are deleted with ``secure_delete`` on, which overwrites their bytes with zeros; a
+        ``TRUNCATE`` checkpoint then folds the WAL (which may still hold older copies of those
+        pages) back into the file and cuts it to zero bytes. The cost follows the WAL, not the
+        file. A file that was written without ``secure_delete`` (format 1) is vacuumed once.
 
         Raises:
             StoreError: another connection holds a read snapshot, so the WAL could not be emptied.
         """
         with self._lock:
-            self._conn.execute("PRAGMA secure_delete=ON")
-            self._conn.execute("VACUUM")
+            if self.get_meta("zeroed") != "1":
+                self._conn.execute("VACUUM")
+                self.set_meta("zeroed", "1")
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             raise StoreError(f"store {self.path!r} is in use by another reader; the WAL could not be emptied")
