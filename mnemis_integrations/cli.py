@@ -124,8 +124,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
         stats = rv.apply_hierarchy(MemoryGraph.from_data(mem.graph(args.namespace).to_data()), edited)
     else:
-        with mem.edit(args.namespace) as g:
-            stats = rv.apply_hierarchy(g, edited)
+        stats = mem.apply(lambda g: rv.apply_hierarchy(g, edited), args.namespace)
     print(("would apply: " if args.dry_run else "applied: ") + ", ".join(f"{k} {v}" for k, v in stats.items()))
     return 0
 

@@ -4,7 +4,7 @@ and ``MnemisPGRetriever``, the sub-retriever that answers with Mnemis's own dual
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.graph_stores.types import (
@@ -174,8 +174,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         except NamespaceNotFoundError:
             return None
 
-    def _edit(self):
-        return self.memory.edit(**self._ns_kwargs())
+    def _write(self, change: Callable[[MemoryGraph], None]) -> None:
+        # apply, not edit: a write refused because another writer came first runs again on fresh state
+        self.memory.apply(change, **self._ns_kwargs())
 
     def _to_llama(self, node: Node) -> LabelledNode:
         view = node_view(node, self._props.of_node(node))
@@ -308,7 +309,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """Add nodes, or update the node with the same LlamaIndex id (properties are merged)."""
         if not nodes:
             return
-        with self._edit() as g:
+        def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
             for lnode in nodes:
                 if isinstance(lnode, EntityNode):
@@ -319,6 +320,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     raise TypeError(f"cannot store {type(lnode).__name__}: use EntityNode or ChunkNode")
                 lid = llama_id(node)
                 index[lid] = [n for n in index.get(lid, []) if n.id != node.id] + [node]
+
+        self._write(change)
 
     def _upsert_entity(self, g: MemoryGraph, index: dict[str, list[Node]], lnode: EntityNode) -> Node:
         fields, own = split_node_properties(lnode.properties)
@@ -363,7 +366,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """
         if not relations:
             return
-        with self._edit() as g:
+        def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
 
             def resolve(lid: str) -> Node:
@@ -387,6 +390,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     edge = dataclasses.replace(old, **fields)
                 g.add_edge(self._props.with_edge(edge, own))
 
+        self._write(change)
+
     def delete(
         self,
         entity_names: list[str] | None = None,
@@ -401,7 +406,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             return
         if self._read_graph() is None:
             return
-        with self._edit() as g:
+        def change(g: MemoryGraph) -> None:
             rels = set(relation_names or [])
             for edge in g.edges():
                 hit = relation_label(edge) in rels or (
@@ -423,6 +428,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 if hit:
                     g.remove_node(node.id)
                     self._props.forget_node(node.id)
+
+        self._write(change)
 
     # ----- unsupported -----
     def structured_query(self, query: str, param_map: dict[str, Any] | None = None) -> Any:
