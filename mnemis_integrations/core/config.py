@@ -191,6 +191,7 @@ class ContextConfig(_Frozen):
 
 class LimitsConfig(_Frozen):
     max_message_chars: int = Field(1_000_000, ge=1, description="Longer message texts are refused.")
+    max_id_chars: int = Field(256, ge=1, description="Longer message ids are refused (they become keys and node ids).")
     max_batch_messages: int = Field(100_000, ge=1, description="Larger add_messages batches are refused.")
     max_query_chars: int = Field(10_000, ge=1)
     max_k: int = Field(1_000, ge=1)

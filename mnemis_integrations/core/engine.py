@@ -29,7 +29,7 @@ from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
 from .embedders import as_embedder, profile_for
 from .graph import MemoryGraph
-from .messages import coerce_messages, parse_timestamp, validate_namespace
+from .messages import coerce_messages, parse_moment, validate_namespace
 from .model import Message
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
@@ -420,7 +420,8 @@ class MnemisMemory:
                 see :meth:`fit_to_budget`.
 
         Raises:
-            InvalidQueryError: empty or over-long query, ``k`` < 1 or ``max_tokens`` < 1.
+            InvalidQueryError: empty or over-long query, ``k`` < 1, ``max_tokens`` < 1, or an
+                ``as_of`` that is not a datetime or ISO-8601 string.
             NamespaceNotFoundError: the namespace holds no memory.
         """
         validate_namespace(namespace)
@@ -433,7 +434,7 @@ class MnemisMemory:
             raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
         if max_tokens is not None:
             _check_budget(max_tokens)  # before any search work
-        when = parse_timestamp(as_of) if as_of is not None else None
+        when = parse_moment(as_of, "as_of") if as_of is not None else None
         with self._lock(namespace):
             if not self._state(namespace).messages:
                 raise NamespaceNotFoundError(namespace)
@@ -502,12 +503,17 @@ class MnemisMemory:
 
         Raises:
             NamespaceNotFoundError: the namespace holds no memory.
-            InvalidMessageError: ``before`` is not a datetime or ISO-8601 string.
+            InvalidQueryError: ``before`` is not a datetime or ISO-8601 string, or ``min_group`` or
+                ``max_messages`` is not a positive integer.
         """
         from .maintenance.compaction import compact_graph
 
         validate_namespace(namespace)
-        when = parse_timestamp(before)
+        when = parse_moment(before, "before")
+        if isinstance(min_group, bool) or not isinstance(min_group, int) or min_group < 1:
+            raise InvalidQueryError(f"min_group must be a positive integer, got {min_group!r}")
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
+            raise InvalidQueryError(f"max_messages must be a positive integer, got {max_messages!r}")
         return self._apply(namespace, lambda st: compact_graph(st.graph, when, min_group=min_group, max_messages=max_messages))
 
     def uncompact(self, namespace: str = "default", overview_ids: list[str] | None = None) -> list[str]:

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import InvalidMessageError, InvalidNamespaceError
+from ..errors import InvalidMessageError, InvalidNamespaceError, InvalidQueryError
 from .config import LimitsConfig
 from .model import Message
 
-__all__ = ["coerce_messages", "parse_timestamp", "validate_namespace"]
+__all__ = ["coerce_messages", "parse_moment", "parse_timestamp", "validate_namespace"]
 
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}")
 
 
 def validate_namespace(namespace: Any) -> str:
@@ -21,8 +21,10 @@ def validate_namespace(namespace: Any) -> str:
 
     >>> validate_namespace("user-1")
     'user-1'
+    >>> _NAMESPACE.fullmatch("u1\\n") is None  # a trailing newline is refused too
+    True
     """
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
         raise InvalidNamespaceError(namespace)
     return namespace
 
@@ -51,6 +53,35 @@ def parse_timestamp(value: Any, *, message_id: str | None = None, index: int | N
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
 
 
+def parse_moment(value: Any, name: str) -> datetime:
+    """A query-side time (``as_of``, ``before``): a datetime or ISO-8601 string, else :class:`InvalidQueryError`.
+
+    >>> parse_moment("2025-03-01", "as_of").year
+    2025
+    """
+    try:
+        moment = parse_timestamp(value)
+    except InvalidMessageError as e:
+        raise InvalidQueryError(f"{name}: {e.reason}") from None
+    if moment is None:
+        raise InvalidQueryError(f"{name} must be a datetime or an ISO-8601 string, not None")
+    return moment
+
+
+def _check_id(mid: Any, i: int, limits: LimitsConfig) -> str:
+    if mid is None:
+        raise InvalidMessageError("missing 'id'", index=i)
+    if not isinstance(mid, str) or not mid.strip():
+        raise InvalidMessageError("'id' must be a non-empty string", index=i)
+    if len(mid) > limits.max_id_chars:
+        raise InvalidMessageError(f"'id' has {len(mid)} characters; the limit is {limits.max_id_chars}", index=i)
+    if not _encodable(mid):
+        raise InvalidMessageError("'id' is not valid Unicode (lone surrogate)", index=i)
+    if any(ord(c) < 32 or ord(c) == 127 for c in mid):
+        raise InvalidMessageError("'id' contains a control character (NUL, newline, ...)", index=i)
+    return mid
+
+
 def _encodable(s: str) -> bool:
     try:
         s.encode("utf-8")
@@ -75,11 +106,7 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
     out: list[Message] = []
     seen: dict[str, Message] = {}
     for i, item in enumerate(items):
-        mid = _field(item, "id")
-        if mid is None:
-            raise InvalidMessageError("missing 'id'", index=i)
-        if not isinstance(mid, str) or not mid.strip():
-            raise InvalidMessageError("'id' must be a non-empty string", index=i)
+        mid = _check_id(_field(item, "id"), i, limits)
         text = _field(item, "text", _field(item, "content"))
         if not isinstance(text, str):
             raise InvalidMessageError(
@@ -100,8 +127,9 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             speaker = ""
         if not isinstance(speaker, str):
             raise InvalidMessageError(f"'speaker' must be a string, not {type(speaker).__name__}", message_id=mid, index=i)
-        if len(speaker) > 256 or "\x00" in speaker or not _encodable(speaker) or not _encodable(mid):
-            raise InvalidMessageError("'speaker' is longer than 256 characters or holds NUL", message_id=mid, index=i)
+        if len(speaker) > 256 or "\x00" in speaker or not _encodable(speaker):
+            raise InvalidMessageError("'speaker' is longer than 256 characters, holds NUL or is not valid Unicode",
+                                      message_id=mid, index=i)
         ts = parse_timestamp(_field(item, "timestamp"), message_id=mid, index=i)
         m = Message(id=mid, speaker=speaker.strip() or "user", text=text, timestamp=ts)
         if mid in seen:

@@ -152,7 +152,7 @@ def namespace_to_str(namespace: Sequence[str]) -> str:
         mnemis_integrations.errors.InvalidNamespaceError: ...
     """
     parts = tuple(namespace)
-    if not parts or not all(isinstance(p, str) and _LABEL_RE.match(p) for p in parts):
+    if not parts or not all(isinstance(p, str) and _LABEL_RE.fullmatch(p) for p in parts):
         raise _store_namespace_error(parts, "each label must be 1+ letters, digits, '_', '-' or '@'")
     joined = NAMESPACE_SEPARATOR.join(parts)
     if len(joined) > _MAX_NAMESPACE_LEN:

@@ -190,3 +190,44 @@ def test_lone_surrogate_text_is_refused_with_invalid_message_error(tmp_path):
     with pytest.raises(InvalidMessageError):
         mem.add_messages([{"id": "s", "speaker": "u", "text": "\ud800 lone surrogate"}], namespace="h")
     assert len(mem.messages("h")) == 2
+
+
+def test_each_boundary_case_of_the_storage_review_gets_its_typed_error(tmp_path):
+    """Before: "u1\\n" passed as a namespace (``re.match`` with ``$``), a NUL or 10k-character id was
+    accepted (FalkorDB then raised an untyped ResponseError), a lone surrogate in an id was blamed
+    on the speaker, a locked file surfaced as ``sqlite3.OperationalError``, ``compact(min_group=0)``
+    raised IndexError, ``forget(message_ids=5)`` TypeError, and a bad ``as_of`` InvalidMessageError."""
+    import sqlite3
+
+    from mnemis_integrations import InvalidMessageError, InvalidNamespaceError
+    from mnemis_integrations.errors import StoreError
+    from mnemis_integrations.langchain._convert import namespace_to_str
+
+    path = tmp_path / "v.db"
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    _seed(mem)
+    with pytest.raises(InvalidNamespaceError):
+        mem.add_messages([{"id": "a", "speaker": "x", "text": "hi"}], namespace="u1\n")
+    with pytest.raises(InvalidNamespaceError):
+        namespace_to_str(("users", "u1\n"))
+    for bad_id, why in (("a\x00b", "control character"), ("x" * 300, "limit"), ("a\ud800", "surrogate")):
+        with pytest.raises(InvalidMessageError, match=why) as err:
+            mem.add_messages([{"id": bad_id, "speaker": "x", "text": "hi"}], namespace="h")
+        assert "speaker" not in str(err.value)
+    with pytest.raises(InvalidQueryError):
+        mem.compact(before="2030-01-01", namespace="h", min_group=0)
+    with pytest.raises(InvalidQueryError):
+        mem.forget(message_ids=5, namespace="h")
+    with pytest.raises(InvalidQueryError):
+        mem.search("hello", namespace="h", as_of="not a time")
+    locker = sqlite3.connect(path, timeout=0)
+    locker.execute("BEGIN EXCLUSIVE")
+    mem._store._conn.execute("PRAGMA busy_timeout = 100")
+    try:
+        with pytest.raises(StoreError, match="locked"):
+            mem.add_messages([{"id": "late", "speaker": "x", "text": "while locked"}], namespace="h")
+    finally:
+        locker.rollback()
+        locker.close()
+    assert "late" not in {m.id for m in mem.messages("h")}
+    mem.close()

@@ -10,13 +10,15 @@ one process writes. Files of format 1 (one graph blob per namespace) are convert
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +28,8 @@ from ..model import Edge, Message
 from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
+
+T = TypeVar("T")
 
 FORMAT_VERSION = "2"
 _OPEN_ATTEMPTS = 100  # x 50 ms
@@ -47,6 +51,20 @@ CREATE TABLE IF NOT EXISTS edges (
 );
 CREATE TABLE IF NOT EXISTS versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL);
 """
+
+
+def _typed(method: Callable[..., T]) -> Callable[..., T]:
+    """SQLite's own errors (a database locked past the timeout, a damaged file) reach callers as
+    :class:`StoreError` naming the file; a refused write stays a ``ConcurrentWriteError``."""
+
+    @functools.wraps(method)
+    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise StoreError(f"memory store {self.path!r}: {e}") from e
+
+    return wrapper
 
 
 class SQLiteStore:
@@ -108,26 +126,31 @@ class SQLiteStore:
                 raise
             self._conn.execute("COMMIT")
 
+    @_typed
     def get_meta(self, key: str) -> str | None:
         with self._lock:
             row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    @_typed
     def set_meta(self, key: str, value: str) -> None:
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    @_typed
     def stored_dim(self) -> int | None:
         """Vector dimension from the stored rows (for stores written before the meta row existed)."""
         with self._lock:
             row = self._conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
         return int(row[0]) // 4 if row else None
 
+    @_typed
     def namespaces(self) -> list[str]:
         with self._lock:
             rows = self._conn.execute("SELECT namespace FROM versions ORDER BY namespace").fetchall()
         return [r[0] for r in rows]
 
+    @_typed
     def version(self, namespace: str) -> int:
         """The namespace's version (0 when it does not exist)."""
         with self._lock:
@@ -148,6 +171,7 @@ class SQLiteStore:
         self._conn.execute("INSERT OR REPLACE INTO versions (namespace, version) VALUES (?, ?)", (namespace, new))
         return new
 
+    @_typed
     def load(self, namespace: str, dim: int) -> StoredNamespace | None:
         with self._lock:
             self._conn.execute("BEGIN")
@@ -194,6 +218,7 @@ class SQLiteStore:
             [(namespace, *edge_key(e), json.dumps(e.to_dict())) for e in edges],
         )
 
+    @_typed
     def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
         """Apply ``delta`` in one transaction if the namespace is still at ``expected_version``.
 
@@ -226,12 +251,14 @@ class SQLiteStore:
             )
         return version
 
+    @_typed
     def delete(self, namespace: str) -> None:
         """Remove the namespace whole; its version row goes too (the sequence keeps counting)."""
         with self._transaction():
             for table in ("messages", "vectors", "nodes", "edges", "versions"):
                 self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
 
+    @_typed
     def purge(self) -> None:
         """Make deleted rows unrecoverable from the file; safe to repeat (a retried erasure).
 
