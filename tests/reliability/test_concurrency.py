@@ -152,3 +152,33 @@ def test_two_writer_processes_on_one_namespace_lose_nothing(tmp_path):
     assert {m.id for m in msgs} == {mid for b in acked for mid in worker.batch_ids(b, size)}
     assert {m.id for m in msgs} <= cited  # both writers' messages are in the graph, so searchable
     assert len({m.seq for m in msgs}) == len(msgs)
+
+
+def test_a_long_call_in_one_namespace_does_not_block_another_namespace(tmp_path):
+    """Before: one lock per memory object, so a search in namespace B waited 5.2 s behind a
+    10k-character query in namespace A. Now each namespace has its own lock."""
+    from mnemis_integrations.core.builder.pipeline import OfflineBuilder
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowInA(OfflineBuilder):
+        def ingest(self, st, new, vectors):
+            if st.namespace == "a":
+                entered.set()
+                assert release.wait(30), "never released"
+            return super().ingest(st, new, vectors)
+
+    mem = MnemisMemory(path=tmp_path / "l.db", embedder=HashingEmbedder())
+    mem.builder = SlowInA(mem.config.build, mem.profile)
+    mem.add_messages(worker.batch_messages(1, 0, 5), namespace="b")
+    writer = threading.Thread(target=mem.add_messages, args=(worker.batch_messages(1, 1, 5), "a"))
+    writer.start()
+    assert entered.wait(30)
+    try:
+        hits = mem.search("refund courier", k=3, namespace="b")  # would hang here with one lock
+        assert hits and writer.is_alive()  # answered while namespace a was still busy
+    finally:
+        release.set()
+        writer.join(30)
+    assert len(mem.messages("a")) == 5
+    mem.close()
