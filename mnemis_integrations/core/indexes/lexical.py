@@ -1,49 +1,112 @@
-"""BM25 over message texts (bm25s), rebuilt lazily after writes."""
+"""BM25 over message texts, kept up to date message by message.
+
+The scores are bm25s's default (Lucene) BM25 — ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``,
+``tf / (tf + k1 * (1 - b + b * len / avg_len))`` with ``k1 = 1.5``, ``b = 0.75`` — summed over
+the query's terms (``tests/unit/test_lexical_index.py`` checks them against bm25s itself). The
+index is an inverted list per term instead of bm25s's compiled matrix: bm25s must re-index the
+whole namespace after every write, so an agent that adds a turn and then searches paid for all
+of its memory on every turn. Here a write touches only the postings of its own terms.
+"""
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
 
-import bm25s
 import numpy as np
 
 from ..text import lexical_terms
 
 __all__ = ["LexicalIndex"]
 
+K1 = 1.5
+B = 0.75
+_EMPTY = "\x00"  # bm25s indexes an empty document as one placeholder token; so do we, for equal scores
+
 
 class LexicalIndex:
     """BM25 scores of a query against every message of a namespace."""
 
     def __init__(self):
-        self._keys: list[str] = []
-        self._docs: list[list[str]] = []
-        self._bm25: bm25s.BM25 | None = None
+        self._slot: dict[str, int] = {}  # key -> slot; a removed key's slot stays empty
+        self._keys: list[str | None] = []
+        self._terms: list[Counter | None] = []
+        self._lens = np.zeros(16, np.float32)
+        self._total = 0  # sum of document lengths
+        self._postings: dict[str, dict[int, int]] = {}  # term -> slot -> term frequency
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # term -> (slots, tfs), until it changes
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._slot)
 
     def add(self, keys: Sequence[str], texts: Sequence[str]) -> None:
-        self._keys.extend(keys)
-        self._docs.extend(lexical_terms(t) for t in texts)
-        self._bm25 = None  # dirty: rebuilt on the next query
+        for key, text in zip(keys, texts):
+            if key in self._slot:
+                self.remove([key])
+            terms = Counter(lexical_terms(text) or [_EMPTY])
+            slot = len(self._keys)
+            self._slot[key] = slot
+            self._keys.append(key)
+            self._terms.append(terms)
+            if slot >= len(self._lens):
+                self._lens = np.concatenate([self._lens, np.zeros(len(self._lens), np.float32)])
+            length = sum(terms.values())
+            self._lens[slot] = length
+            self._total += length
+            for term, tf in terms.items():
+                self._postings.setdefault(term, {})[slot] = tf
+                self._arrays.pop(term, None)
 
     def remove(self, keys: Sequence[str]) -> None:
-        drop = set(keys)
-        kept = [(k, d) for k, d in zip(self._keys, self._docs) if k not in drop]
-        self._keys = [k for k, _ in kept]
-        self._docs = [d for _, d in kept]
-        self._bm25 = None
+        for key in keys:
+            slot = self._slot.pop(key, None)
+            if slot is None:
+                continue
+            terms = self._terms[slot]
+            for term in terms:
+                posting = self._postings[term]
+                del posting[slot]
+                if not posting:
+                    del self._postings[term]
+                self._arrays.pop(term, None)
+            self._total -= int(self._lens[slot])
+            self._lens[slot] = 0
+            self._keys[slot] = None
+            self._terms[slot] = None
+
+    def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            posting = self._postings[term]
+            arrays = (np.fromiter(posting.keys(), np.int64, len(posting)),
+                      np.fromiter(posting.values(), np.float32, len(posting)))
+            self._arrays[term] = arrays
+        return arrays
 
     def scores(self, query: str) -> dict[str, float]:
         """Raw BM25 score per key (only keys with a positive score)."""
-        q = lexical_terms(query)
-        if not q or not self._keys:
+        n = len(self._slot)
+        q = [t for t in lexical_terms(query) if t in self._postings]
+        if not q or not n:
             return {}
-        if self._bm25 is None:
-            self._bm25 = bm25s.BM25()
-            # bm25s needs one non-empty document at least; an empty token list is kept as a placeholder.
-            self._bm25.index([d or ["\x00"] for d in self._docs], show_progress=False)
-        s = self._bm25.get_scores(q)
-        nz = np.nonzero(s > 0)[0]
-        return {self._keys[i]: float(s[i]) for i in nz}
+        avg = self._total / n
+        total: dict[str, float] = {}
+        slots_seen: list[np.ndarray] = []
+        parts: list[np.ndarray] = []
+        for term in q:
+            slots, tfs = self._posting_arrays(term)
+            idf = math.log(1 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
+            norm = K1 * ((1 - B) + B * self._lens[slots] / avg)
+            slots_seen.append(slots)
+            parts.append((idf * tfs / (tfs + norm)).astype(np.float32))
+        every = np.concatenate(slots_seen)
+        acc = np.concatenate(parts)
+        uniq, inverse = np.unique(every, return_inverse=True)
+        summed = np.zeros(len(uniq), np.float32)
+        np.add.at(summed, inverse, acc)
+        keys = self._keys
+        for slot, score in zip(uniq.tolist(), summed.tolist()):
+            if score > 0:
+                total[keys[slot]] = score
+        return total
