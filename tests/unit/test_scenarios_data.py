@@ -15,8 +15,11 @@ import pytest
 from mnemis_integrations.core.evaluation.datasets import Benchmark
 from mnemis_integrations.core.evaluation.scenarios import (
     EXTRA_METRICS,
+    INDEPENDENT_DIR,
     QUESTION_CLASSES,
     ScenarioError,
+    Supersession,
+    default_suite_paths,
     current_state_first,
     current_state_first_rate,
     iter_ingest_plan,
@@ -138,6 +141,22 @@ def test_loading_a_folder_or_one_file_matches_the_bundled_copy(suite):
     assert one == [suite[0]]
 
 
+def test_the_default_suite_loads_the_independent_files_with_the_bundled_ones():
+    paths = default_suite_paths()
+    assert paths[0] is None
+    independent = Path(__file__).resolve().parents[2] / INDEPENDENT_DIR
+    has_files = independent.is_dir() and any(independent.glob("*.json"))
+    assert (len(paths) == 2) == has_files
+    everything = load_scenarios(paths)  # ids stay unique across both folders
+    assert len(everything) >= len(load_scenarios())
+
+
+def test_annotations_in_the_data_are_consistent_where_present():
+    for s in load_scenarios(default_suite_paths()):
+        for sup in s.supersessions or ():
+            assert all(s.message(o).timestamp <= s.message(sup.new).timestamp for o in sup.old), s.id
+
+
 # ---------------------------------------------------------------- validation
 
 
@@ -173,6 +192,74 @@ def test_invalid_scenarios_raise_a_clear_error(raw, breakage, needle):
     with pytest.raises(ScenarioError, match=needle) as info:
         scenario_from_dict(raw)
     assert isinstance(info.value, MnemisError)
+
+
+def _annotated(raw: dict) -> dict:
+    raw["split"] = "holdout"
+    for m, topic in zip(raw["messages"], ["plan", "lunch", "plan"], strict=True):
+        m["topic"] = topic
+    raw["supersessions"] = [{"new": "t-m3", "old": ["t-m1"], "kind": "reversal"}]
+    return raw
+
+
+def test_annotations_are_optional_and_read_when_present(raw):
+    plain = scenario_from_dict(copy.deepcopy(raw))
+    assert (plain.split, plain.supersessions, plain.topics) == ("tune", None, {})
+    s = scenario_from_dict(_annotated(raw))
+    assert s.split == "holdout"
+    assert s.topics == {"t-m1": "plan", "t-m2": "lunch", "t-m3": "plan"}
+    assert s.supersessions == (Supersession(new="t-m3", old=("t-m1",), kind="reversal"),)
+    raw["supersessions"] = []
+    assert scenario_from_dict(raw).supersessions == ()
+
+
+@pytest.mark.parametrize(
+    "breakage, needle",
+    [
+        (lambda d: d.update(split="train"), "valid splits: tune, holdout"),
+        (lambda d: d["messages"][0].update(topic=""), "'topic' must be a non-empty string"),
+        (lambda d: d["messages"][0].update(topic=3), "'topic' must be a non-empty string"),
+        (lambda d: d.update(supersessions={"new": "t-m3"}), "'supersessions' must be a list"),
+        (lambda d: d["supersessions"].append("t-m3"), "is not an object"),
+        (lambda d: d["supersessions"][0].update(new="t-m9"), "'t-m9', which does not exist"),
+        (lambda d: d["supersessions"][0].update(old=["t-m1", "t-m8"]), "'t-m8', which does not exist"),
+        (lambda d: d["supersessions"][0].update(old=[]), "'old' is empty"),
+        (lambda d: d["supersessions"][0].update(old="t-m1"), "must be a list of message ids"),
+        (lambda d: d["supersessions"][0].update(old=["t-m1", "t-m1"]), "repeats an id"),
+        (lambda d: d["supersessions"][0].update(new="t-m1", old=["t-m3"]), "does not come before"),
+        (lambda d: d["supersessions"][0].update(old=["t-m3"]), "does not come before"),
+        (lambda d: d["supersessions"][0].update(kind="reversed"), "valid kinds: reversal, correction"),
+        (lambda d: d["supersessions"][0].pop("kind"), "kind None is unknown"),
+        (lambda d: d["supersessions"].append(dict(d["supersessions"][0])), "duplicate supersession"),
+    ],
+)
+def test_invalid_annotations_raise_a_clear_error(raw, breakage, needle):
+    raw = _annotated(raw)
+    breakage(raw)
+    with pytest.raises(ScenarioError, match=needle):
+        scenario_from_dict(raw)
+
+
+def test_an_old_message_at_the_same_time_but_earlier_in_the_file_comes_before(raw):
+    raw = _annotated(raw)
+    raw["messages"][2]["timestamp"] = raw["messages"][1]["timestamp"]
+    raw["questions"] = []
+    raw["supersessions"] = [{"new": "t-m3", "old": ["t-m2"], "kind": "correction"}]
+    assert scenario_from_dict(raw).supersessions[0].old == ("t-m2",)
+    raw["supersessions"] = [{"new": "t-m2", "old": ["t-m3"], "kind": "correction"}]
+    with pytest.raises(ScenarioError, match="does not come before"):
+        scenario_from_dict(raw)
+
+
+def test_several_paths_load_together_and_bundled_is_none(tmp_path, raw):
+    (tmp_path / "tiny.json").write_text(json.dumps(_annotated(raw)), encoding="utf-8")
+    both = load_scenarios([None, tmp_path / "tiny.json"])
+    assert [s.id for s in both] == sorted([s.id for s in load_scenarios()] + ["tiny"])
+    assert next(s for s in both if s.id == "tiny").source == "tiny.json"
+    with pytest.raises(ScenarioError, match="scenario id is used by two files"):
+        load_scenarios([tmp_path, tmp_path / "tiny.json"])
+    with pytest.raises(ScenarioError, match="no scenario paths"):
+        load_scenarios([])
 
 
 def test_an_id_reused_by_two_files_is_refused(tmp_path, raw):
@@ -320,8 +407,17 @@ def test_state_metric_scores_evolution_questions(suite):
     assert metric(q, [_Hit(("unrelated",))], conv) is None
 
 
+def test_incremental_benchmark_is_one_streamed_conversation_per_scenario(suite):
+    bench = load_benchmark(protocol="incremental")
+    assert bench.stream
+    assert [c.id for c in bench.conversations] == [s.id for s in suite]
+    assert all(q.extra["state_applies"] and q.extra["split"] == "tune" for c in bench.conversations
+               for q in c.questions)
+    assert not load_benchmark(protocol="full").stream
+
+
 def test_unknown_protocol_lists_the_valid_ones():
-    with pytest.raises(ScenarioError, match="ask_at_time, full"):
+    with pytest.raises(ScenarioError, match="incremental, ask_at_time, full"):
         load_benchmark(protocol="batch")
 
 

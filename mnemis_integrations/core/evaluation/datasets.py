@@ -154,6 +154,9 @@ class Benchmark:
             (LoCoMo's adversarial category 5, whose questions have no true answer).
         evidence: repair counts from loading.
         source: where the data came from (a path), for the report.
+        stream: feed each conversation to a system one message per ingest call, in order,
+            asking each question once the stream reaches the ``asked_at`` in its ``extra``
+            (see :mod:`.streaming`); otherwise a conversation is ingested whole, then asked.
     """
 
     name: str
@@ -162,6 +165,7 @@ class Benchmark:
     exclude_from_overall: frozenset[int | str] = frozenset()
     evidence: EvidenceStats = field(default_factory=EvidenceStats)
     source: str = ""
+    stream: bool = False
 
     def category_label(self, category: int | str) -> str:
         return self.category_names.get(category, str(category))

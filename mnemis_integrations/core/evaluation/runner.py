@@ -2,8 +2,10 @@
 
 For each conversation every system ingests the messages into a namespace named after the
 conversation (timed), then answers every question (each search timed), and each result
-list is scored at every token budget. Timings are reported as ratios to the ``dense``
-baseline of the same run, so numbers from different machines stay comparable.
+list is scored at every token budget. A benchmark marked ``stream`` is fed one message per
+ingest call instead, each question asked when the stream reaches its time (:mod:`.streaming`).
+Timings are reported as ratios to the ``dense`` baseline of the same run, so numbers from
+different machines stay comparable.
 
 Systems are built by name from :data:`SYSTEM_NAMES`; ``mnemis`` is imported only when asked
 for, and ``mnemis:<recipe>`` runs the engine with a named config from
@@ -21,12 +23,14 @@ from ...errors import ConfigError
 from . import metrics
 from .baselines import BM25Retriever, Chunk3Retriever, DenseRetriever, EmbeddingCache, HybridRetriever
 from .datasets import Benchmark, Conversation, Question
+from .streaming import stream_plan
 
 __all__ = [
     "DEFAULT_BUDGETS",
     "DEFAULT_K",
     "SYSTEM_NAMES",
     "ExtraMetric",
+    "Inspector",
     "System",
     "make_system",
     "run_benchmark",
@@ -54,6 +58,8 @@ class System(Protocol):
 
 # (question, hits best first, conversation) -> a score in [0, 1], or None where it does not apply.
 ExtraMetric = Callable[[Question, Sequence[Any], Conversation], "float | None"]
+# (system name, system, conversation) -> anything worth keeping about the system's state, or None.
+Inspector = Callable[[str, "System", Conversation], Any]
 
 
 class _MnemisSystem:
@@ -185,6 +191,60 @@ def _score(
     return scores
 
 
+@dataclass(frozen=True)
+class _Asker:
+    """Asks one question of a system and scores its hits at every budget."""
+
+    budgets: Sequence[int]
+    k: int
+    clock: _Clock
+    count: metrics.TokenCounter
+    extra: Mapping[str, ExtraMetric]
+
+    def __call__(self, system: System, q: Question, conv: Conversation) -> tuple[dict[str, Any], float]:
+        """The question's record and its latency: the search, plus fitting the largest budget."""
+        hits, secs = self.clock.time(system.search, q.text, self.k, conv.id)
+        hits = list(hits)
+        fitted = None
+        if hasattr(system, "fit"):
+            fitted = {}
+            for b in self.budgets:
+                fitted[b], fit_s = self.clock.time(system.fit, hits, b)
+                if b == self.budgets[-1]:
+                    secs += fit_s
+        record = {
+            "question_id": q.id,
+            "conversation": conv.id,
+            "category": q.category,
+            "scores": _score(hits, q, conv, self.budgets, self.count, self.extra, fitted),
+            "latency_ms": secs * 1000.0,
+            "top_source_ids": [list(h.source_ids) for h in hits[:10]],
+        }
+        return record, secs
+
+
+def _run_conversation(
+    system: System, conv: Conversation, questions: Sequence[Question], asker: _Asker, stream: bool
+) -> tuple[float, list[tuple[dict[str, Any], float]]]:
+    """Feed ``conv`` to ``system``, ask ``questions``: ingest seconds, and (record, latency) per question.
+
+    Whole: one ingest call, then every question. Streamed: one ingest call per message, each
+    question asked when the stream reaches its ``asked_at`` (:func:`.streaming.stream_plan`).
+    """
+    if not stream:
+        _, secs = asker.clock.time(system.ingest, conv.messages, conv.id)
+        return secs, [asker(system, q, conv) for q in questions]
+    ingest = 0.0
+    answers = []
+    for kind, item in stream_plan(conv.messages, questions):
+        if kind == "ingest":
+            _, secs = asker.clock.time(system.ingest, [item], conv.id)
+            ingest += secs
+        else:
+            answers.append(asker(system, item, conv))
+    return ingest, answers
+
+
 def _cached_counter() -> metrics.TokenCounter:
     return metrics.cached_counter()
 
@@ -221,6 +281,7 @@ def run_benchmark(
     progress: Callable[[str], None] | None = None,
     token_counter: metrics.TokenCounter | None = None,
     factory: Callable[[str, Any], System] = make_system,
+    inspect: Inspector | None = None,
 ) -> dict[str, Any]:
     """Run ``systems`` on every conversation and question of ``bench`` and score them.
 
@@ -237,10 +298,14 @@ def run_benchmark(
         progress: receives one line per step (the CLI prints them on stderr).
         token_counter: cl100k_base by default.
         factory: builds a system from a name; tests may swap it.
+        inspect: called as ``inspect(name, system, conversation)`` once a system has ingested
+            a conversation and answered its questions (untimed); what it returns (unless
+            ``None``) is kept under ``inspections[name][conversation id]``.
 
     Returns:
         Plain data, ready for JSON: ``config``, ``dataset`` (sizes and evidence repairs),
-        ``systems`` (per system: ``overall``, ``categories``, ``timing``) and ``per_question``.
+        ``systems`` (per system: ``overall``, ``categories``, ``timing``), ``per_question`` and,
+        when ``inspect`` returned anything, ``inspections``.
 
     Raises:
         ConfigError: a system name is unknown or a budget/k is out of range.
@@ -265,44 +330,27 @@ def run_benchmark(
     records: dict[str, list[dict[str, Any]]] = {name: [] for name in built}
     latencies: dict[str, list[float]] = {name: [] for name in built}
     ingest_s: dict[str, dict[str, float]] = {name: {} for name in built}
+    inspections: dict[str, dict[str, Any]] = {name: {} for name in built}
+    asker = _Asker(budgets, k, clock, count, extra)
     asked = excluded = 0
     for ci, conv in enumerate(bench.conversations, start=1):
         questions = conv.questions[:limit_questions] if limit_questions is not None else conv.questions
         scored = [q for q in questions if q.evidence_ids]
         asked += len(questions)
         excluded += len(questions) - len(scored)
+        where = f"[{ci}/{len(bench.conversations)} {conv.id}]"
         for name, system in built.items():
-            say(
-                f"[{ci}/{len(bench.conversations)} {conv.id}] {name}: ingesting {len(conv.messages)} messages"
-            )
-            _, secs = clock.time(system.ingest, conv.messages, conv.id)
+            how = "streaming" if bench.stream else "ingesting"
+            say(f"{where} {name}: {how} {len(conv.messages)} messages")
+            secs, answers = _run_conversation(system, conv, scored, asker, bench.stream)
             ingest_s[name][conv.id] = secs
-            for q in scored:
-                hits, secs = clock.time(system.search, q.text, k, conv.id)
-                hits = list(hits)
-                fitted = None
-                if hasattr(system, "fit"):
-                    fitted = {}
-                    for b in budgets:
-                        fitted[b], fit_s = clock.time(system.fit, hits, b)
-                        if b == budgets[-1]:
-                            secs += fit_s  # latency: search plus fitting the largest budget
-                latencies[name].append(secs)
-                records[name].append(
-                    {
-                        "question_id": q.id,
-                        "conversation": conv.id,
-                        "category": q.category,
-                        "scores": _score(hits, q, conv, budgets, count, extra, fitted),
-                        "latency_ms": secs * 1000.0,
-                        "top_source_ids": [list(h.source_ids) for h in hits[:10]],
-                    }
-                )
+            for record, latency in answers:
+                records[name].append(record)
+                latencies[name].append(latency)
+            if inspect is not None and (found := inspect(name, system, conv)) is not None:
+                inspections[name][conv.id] = found
             total = sum(ingest_s[name].values())
-            say(
-                f"[{ci}/{len(bench.conversations)} {conv.id}] {name}: ingest {ingest_s[name][conv.id]:.1f}s, "
-                f"{len(scored)} questions (ingest so far {total:.1f}s)"
-            )
+            say(f"{where} {name}: ingest {secs:.1f}s, {len(scored)} questions (ingest so far {total:.1f}s)")
 
     results: dict[str, Any] = {}
     for name in built:
@@ -338,6 +386,7 @@ def run_benchmark(
             "embedder": str(getattr(cache, "id", type(cache.embedder).__name__)),
             "conversations": [c.id for c in bench.conversations],
             "limit_questions": limit_questions,
+            "feed": "stream" if bench.stream else "batch",
             "reference_system": REFERENCE_SYSTEM if ref else None,
             "metrics": _metric_names(budgets, any(hasattr(s, "fit") for s in built.values())) + list(extra),
         },
@@ -355,4 +404,5 @@ def run_benchmark(
         "embedding_cache": {"hits": cache.hits, "misses": cache.misses, "credited_s": cache.credit_s},
         "systems": results,
         "per_question": records,
+        **({"inspections": {n: v for n, v in inspections.items() if v}} if any(inspections.values()) else {}),
     }

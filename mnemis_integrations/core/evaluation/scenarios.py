@@ -11,10 +11,17 @@ over distant messages. Its questions come in three classes (SPEC section 7):
 - ``evolution``: "after the offline plan was dropped, what replaced it?", with the ids of the
   messages stating the ``current`` state and the ``superseded`` one(s).
 
-The protocol is *ask at time*: ingest the messages in time order, incrementally, and ask
-each question of a memory that holds only the messages up to its ``asked_at``
-(:func:`iter_ingest_plan`). For an evolution question asked before a later reversal,
-``current`` is what was current then.
+Files written apart from the engine's tuning live in ``benchmarks/scenarios/independent/``;
+a file's ``split`` says whether it may be tuned on (``tune``) or only measured (``holdout``).
+The file format and its optional annotations (message topics, supersessions) are described in
+:mod:`.scenario_data`.
+
+Protocols (:data:`PROTOCOLS`): each question is asked of a memory that holds only the messages
+up to its ``asked_at``. ``incremental`` keeps one memory per scenario, fed one message at a
+time in time order, asking each question when the stream reaches it (the runner streams;
+:func:`~.streaming.stream_plan`); ``ask_at_time`` rebuilds a memory per ingest step
+(:func:`iter_ingest_plan`); ``full`` ingests everything first. For an evolution question
+asked before a later reversal, ``current`` is what was current then.
 
 :func:`load_benchmark` turns the suite into the :class:`~.datasets.Benchmark` that
 :func:`~.runner.run_benchmark` scores, and :data:`EXTRA_METRICS` adds the
@@ -24,31 +31,49 @@ current-state-first metric (:func:`current_state_first`) to its report.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ...errors import MnemisError
 from .datasets import Benchmark, Conversation, Question
+from .current_state import EXTRA_METRICS, current_state_first, current_state_first_rate
+from .scenario_data import (
+    LANGUAGES,
+    QUESTION_CLASSES,
+    SPLITS,
+    SUPERSESSION_KINDS,
+    Scenario,
+    ScenarioError,
+    ScenarioMessage,
+    ScenarioQuestion,
+    Supersession,
+    parse_messages,
+    parse_time,
+    scenario_from_dict,
+)
 
 __all__ = [
     "EXTRA_METRICS",
+    "INDEPENDENT_DIR",
     "LANGUAGES",
     "PROTOCOLS",
     "QUESTION_CLASSES",
+    "SPLITS",
+    "SUPERSESSION_KINDS",
     "DemoConversation",
     "IngestStep",
     "Scenario",
     "ScenarioError",
     "ScenarioMessage",
     "ScenarioQuestion",
+    "Supersession",
+    "benchmark_from_scenarios",
     "current_state_first",
     "current_state_first_rate",
+    "default_suite_paths",
     "iter_ingest_plan",
     "load_benchmark",
     "load_demo_conversation",
@@ -58,101 +83,16 @@ __all__ = [
     "scenario_from_dict",
 ]
 
-QUESTION_CLASSES = ("vague", "relational", "evolution")
-LANGUAGES = ("en", "zh")
-PROTOCOLS = ("ask_at_time", "full")
+PROTOCOLS = ("incremental", "ask_at_time", "full")
+# The independent suite, relative to the working directory or to a source checkout.
+INDEPENDENT_DIR = Path("benchmarks", "scenarios", "independent")
 
 _PACKAGE = "mnemis_integrations"
 _SCENARIO_DIR = ("data", "scenarios")
 _DEMO_FILE = ("data", "demo_conversation.json")
-# Scenario ids become namespaces ("<id>@<step>"), so they keep to the namespace alphabet.
-_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
-
-class ScenarioError(MnemisError, ValueError):
-    """A scenario file is malformed or fails validation.
-
-    Attributes:
-        source: the file or scenario the problem was found in.
-        item: the offending message or question id, when there is one.
-        reason: what is wrong.
-    """
-
-    def __init__(self, reason: str, *, source: str = "", item: str | None = None):
-        where = source or "scenario"
-        if item is not None:
-            where += f", {item!r}"
-        super().__init__(f"{where}: {reason}")
-        self.source = source
-        self.item = item
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class ScenarioMessage:
-    """One message of a scenario; ``timestamp`` is always timezone-aware."""
-
-    id: str
-    speaker: str
-    text: str
-    timestamp: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``{"id", "speaker", "text", "timestamp"}`` dict that systems ingest (timestamp as datetime)."""
-        return {"id": self.id, "speaker": self.speaker, "text": self.text, "timestamp": self.timestamp}
-
-
-@dataclass(frozen=True)
-class ScenarioQuestion:
-    """One question, asked at ``asked_at`` of a memory holding the messages up to then.
-
-    Attributes:
-        id: unique across the suite.
-        text: the question as a user would ask it (paraphrased, not copied from the evidence).
-        category: its class, one of :data:`QUESTION_CLASSES` (``"class"`` in the files).
-        asked_at: when it is asked; every id below names a message at or before this time.
-        evidence: ids of the messages needed to answer it.
-        current: ids of the messages stating the state current at ``asked_at`` (always set
-            for evolution questions; a subset of ``evidence``).
-        superseded: ids of the messages stating the replaced state(s) (always set for
-            evolution questions; a subset of ``evidence``, all older than ``current``).
-        answer: a short gold answer.
-    """
-
-    id: str
-    text: str
-    category: str
-    asked_at: datetime
-    evidence: tuple[str, ...]
-    current: tuple[str, ...]
-    superseded: tuple[str, ...]
-    answer: str
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One conversation with its questions.
-
-    ``messages`` are in time order (ties keep file order); ``questions`` in file order.
-    """
-
-    id: str
-    language: str
-    title: str
-    messages: tuple[ScenarioMessage, ...]
-    questions: tuple[ScenarioQuestion, ...]
-
-    @cached_property
-    def by_id(self) -> Mapping[str, ScenarioMessage]:
-        """Message id -> message."""
-        return {m.id: m for m in self.messages}
-
-    def message(self, message_id: str) -> ScenarioMessage:
-        """The message with this id; raises :class:`ScenarioError` when there is none."""
-        try:
-            return self.by_id[message_id]
-        except KeyError:
-            raise ScenarioError("no such message", source=self.id, item=message_id) from None
+PathLike = str | Path
 
 
 class IngestStep(NamedTuple):
@@ -168,167 +108,6 @@ class DemoConversation:
 
     messages: tuple[ScenarioMessage, ...]
     queries: tuple[str, ...]
-
-
-# ---------------------------------------------------------------------------- parsing
-
-
-def _parse_time(value: Any, *, source: str, item: str | None, field: str) -> datetime:
-    if isinstance(value, datetime):
-        ts = value
-    elif isinstance(value, str) and value.strip():
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            ts = datetime.fromisoformat(text)
-        except ValueError:
-            raise ScenarioError(
-                f"{field} {value!r} is not an ISO-8601 time", source=source, item=item
-            ) from None
-    else:
-        raise ScenarioError(f"{field} must be an ISO-8601 string, got {value!r}", source=source, item=item)
-    if ts.tzinfo is None or ts.utcoffset() is None:
-        raise ScenarioError(f"{field} {value!r} has no timezone", source=source, item=item)
-    return ts
-
-
-def _text(d: Mapping[str, Any], key: str, *, source: str, item: str | None) -> str:
-    value = d.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise ScenarioError(f"{key!r} must be a non-empty string", source=source, item=item)
-    return value
-
-
-def _ids(d: Mapping[str, Any], key: str, *, source: str, item: str) -> tuple[str, ...]:
-    value = d.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ScenarioError(f"{key!r} must be a list of message ids", source=source, item=item)
-    if len(set(value)) != len(value):
-        raise ScenarioError(f"{key!r} repeats an id", source=source, item=item)
-    return tuple(value)
-
-
-def _parse_messages(raw: Any, *, source: str) -> tuple[ScenarioMessage, ...]:
-    if not isinstance(raw, list) or not raw:
-        raise ScenarioError("'messages' must be a non-empty list", source=source)
-    out: list[ScenarioMessage] = []
-    seen: set[str] = set()
-    for i, m in enumerate(raw):
-        if not isinstance(m, Mapping):
-            raise ScenarioError(f"message #{i} is not an object", source=source)
-        mid = _text(m, "id", source=source, item=f"message #{i}")
-        if mid in seen:
-            raise ScenarioError("duplicate message id", source=source, item=mid)
-        seen.add(mid)
-        out.append(
-            ScenarioMessage(
-                id=mid,
-                speaker=_text(m, "speaker", source=source, item=mid),
-                text=_text(m, "text", source=source, item=mid),
-                timestamp=_parse_time(m.get("timestamp"), source=source, item=mid, field="timestamp"),
-            )
-        )
-    # Stable: messages with equal timestamps keep their file order.
-    return tuple(sorted(out, key=lambda m: m.timestamp))
-
-
-def _parse_question(q: Any, i: int, by_id: Mapping[str, ScenarioMessage], *, source: str) -> ScenarioQuestion:
-    if not isinstance(q, Mapping):
-        raise ScenarioError(f"question #{i} is not an object", source=source)
-    qid = _text(q, "id", source=source, item=f"question #{i}")
-    category = q.get("class")
-    if category not in QUESTION_CLASSES:
-        raise ScenarioError(
-            f"class {category!r} is unknown; valid classes: {', '.join(QUESTION_CLASSES)}",
-            source=source,
-            item=qid,
-        )
-    asked_at = _parse_time(q.get("asked_at"), source=source, item=qid, field="asked_at")
-    evidence = _ids(q, "evidence", source=source, item=qid)
-    current = _ids(q, "current", source=source, item=qid)
-    superseded = _ids(q, "superseded", source=source, item=qid)
-    if not evidence:
-        raise ScenarioError("'evidence' is empty", source=source, item=qid)
-    for key, ids in (("evidence", evidence), ("current", current), ("superseded", superseded)):
-        for mid in ids:
-            msg = by_id.get(mid)
-            if msg is None:
-                raise ScenarioError(
-                    f"{key} names message {mid!r}, which does not exist", source=source, item=qid
-                )
-            if msg.timestamp > asked_at:
-                raise ScenarioError(
-                    f"{key} message {mid!r} ({msg.timestamp.isoformat()}) is after asked_at "
-                    f"({asked_at.isoformat()})",
-                    source=source,
-                    item=qid,
-                )
-    if category == "evolution" and not (current and superseded):
-        raise ScenarioError(
-            "an evolution question needs non-empty 'current' and 'superseded'", source=source, item=qid
-        )
-    if set(current) & set(superseded):
-        raise ScenarioError("a message is both current and superseded", source=source, item=qid)
-    if not set(current) | set(superseded) <= set(evidence):
-        raise ScenarioError(
-            "'current' and 'superseded' ids must also be in 'evidence'", source=source, item=qid
-        )
-    if current and superseded:
-        newest_old = max(by_id[s].timestamp for s in superseded)
-        oldest_new = min(by_id[c].timestamp for c in current)
-        if newest_old >= oldest_new:
-            raise ScenarioError(
-                "every 'superseded' message must be older than every 'current' one", source=source, item=qid
-            )
-    return ScenarioQuestion(
-        id=qid,
-        text=_text(q, "question", source=source, item=qid),
-        category=category,
-        asked_at=asked_at,
-        evidence=evidence,
-        current=current,
-        superseded=superseded,
-        answer=_text(q, "answer", source=source, item=qid),
-    )
-
-
-def scenario_from_dict(data: Any, *, source: str = "") -> Scenario:
-    """Build and validate one :class:`Scenario` from its JSON object.
-
-    Raises:
-        ScenarioError: a field is missing or malformed, an id is duplicated or dangling,
-            or a question's evidence comes after its ``asked_at``.
-    """
-    if not isinstance(data, Mapping):
-        raise ScenarioError("a scenario must be a JSON object", source=source)
-    sid = data.get("id")
-    if not isinstance(sid, str) or not _ID.match(sid):
-        raise ScenarioError(f"id {sid!r} must be 1-100 letters, digits, '_', '-', '.' or ':'", source=source)
-    source = source or sid
-    language = data.get("language")
-    if language not in LANGUAGES:
-        raise ScenarioError(
-            f"language {language!r} is unknown; valid languages: {', '.join(LANGUAGES)}", source=source
-        )
-    messages = _parse_messages(data.get("messages"), source=source)
-    by_id = {m.id: m for m in messages}
-    raw_questions = data.get("questions")
-    if not isinstance(raw_questions, list):
-        raise ScenarioError("'questions' must be a list", source=source)
-    questions = tuple(_parse_question(q, i, by_id, source=source) for i, q in enumerate(raw_questions))
-    seen: set[str] = set()
-    for q in questions:
-        if q.id in seen:
-            raise ScenarioError("duplicate question id", source=source, item=q.id)
-        seen.add(q.id)
-    return Scenario(
-        id=sid,
-        language=language,
-        title=_text(data, "title", source=source, item=None),
-        messages=messages,
-        questions=questions,
-    )
 
 
 # ---------------------------------------------------------------------------- loading
@@ -348,7 +127,7 @@ def _bundled(*parts: str) -> Any:
     return node
 
 
-def load_scenario(path: str | Path) -> Scenario:
+def load_scenario(path: PathLike) -> Scenario:
     """Load and validate one scenario file.
 
     Raises:
@@ -362,55 +141,85 @@ def load_scenario(path: str | Path) -> Scenario:
     return scenario_from_dict(_read_json(text, source=str(p)), source=p.name)
 
 
-def load_scenarios(path: str | Path | None = None) -> list[Scenario]:
-    """Load and validate a scenario suite.
+def _load_bundled() -> list[Scenario]:
+    folder = _bundled(*_SCENARIO_DIR)
+    entries = sorted((e for e in folder.iterdir() if e.name.endswith(".json")), key=lambda e: e.name)
+    return [
+        scenario_from_dict(_read_json(e.read_text(encoding="utf-8"), source=e.name), source=e.name)
+        for e in entries
+    ]
+
+
+def _load_path(path: PathLike) -> list[Scenario]:
+    p = Path(path)
+    if p.is_dir():
+        found = [load_scenario(f) for f in sorted(p.glob("*.json"))]
+    elif p.is_file():
+        found = [load_scenario(p)]
+    else:
+        raise ScenarioError("no such file or folder", source=str(p))
+    if not found:
+        raise ScenarioError("no scenario files (*.json) found", source=str(p))
+    return found
+
+
+def default_suite_paths() -> list[Path | None]:
+    """What ``mnemis bench scenarios`` loads by default.
+
+    ``None`` (the bundled suite), then the independent folder ``benchmarks/scenarios/independent``
+    when it exists with a scenario file in it, looked for under the working directory first and
+    then in the source checkout this package runs from.
+    """
+    paths: list[Path | None] = [None]
+    for root in (Path.cwd(), _CHECKOUT):
+        folder = root / INDEPENDENT_DIR
+        if folder.is_dir() and any(folder.glob("*.json")):
+            paths.append(folder)
+            break
+    return paths
+
+
+def load_scenarios(path: PathLike | Sequence[PathLike | None] | None = None) -> list[Scenario]:
+    """Load and validate a scenario suite from one or several places.
 
     Args:
-        path: a folder of ``*.json`` scenario files, or one such file; ``None`` loads the
-            suite bundled with the package (found with :mod:`importlib.resources`, so it also
-            works from an installed wheel).
+        path: a folder of ``*.json`` scenario files, one such file, or a list of them (``None``
+            in the list stands for the bundled suite); ``None`` loads the suite bundled with the
+            package (found with :mod:`importlib.resources`, so it also works from an installed
+            wheel).
 
     Returns:
         The scenarios, sorted by id.
 
     Raises:
-        ScenarioError: a file fails validation, the folder holds no scenario, or a scenario,
-            message or question id appears in two files.
+        ScenarioError: a file fails validation, a folder holds no scenario, a path does not
+            exist, or a scenario, message or question id appears in two files.
 
     Examples:
         >>> suite = load_scenarios()
         >>> sorted({s.language for s in suite})
         ['en', 'zh']
     """
-    if path is None:
-        folder = _bundled(*_SCENARIO_DIR)
-        entries = sorted((e for e in folder.iterdir() if e.name.endswith(".json")), key=lambda e: e.name)
-        scenarios = [
-            scenario_from_dict(_read_json(e.read_text(encoding="utf-8"), source=e.name), source=e.name)
-            for e in entries
-        ]
-        where = "the bundled suite"
-    else:
-        p = Path(path)
-        if p.is_dir():
-            scenarios = [load_scenario(f) for f in sorted(p.glob("*.json"))]
-        elif p.is_file():
-            scenarios = [load_scenario(p)]
-        else:
-            raise ScenarioError("no such file or folder", source=str(p))
-        where = str(p)
+    places = list(path) if isinstance(path, (list, tuple)) else [path]
+    if not places:
+        raise ScenarioError("no scenario paths given")
+    scenarios: list[Scenario] = []
+    for place in places:
+        scenarios.extend(_load_bundled() if place is None else _load_path(place))
     if not scenarios:
-        raise ScenarioError("no scenario files (*.json) found", source=where)
+        raise ScenarioError("no scenario files (*.json) found", source="the bundled suite")
     _check_unique(scenarios)
     return sorted(scenarios, key=lambda s: s.id)
 
 
 def _check_unique(scenarios: Sequence[Scenario]) -> None:
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for s in scenarios:
         if s.id in seen:
-            raise ScenarioError("scenario id is used by two files", item=s.id)
-        seen.add(s.id)
+            raise ScenarioError(
+                f"scenario id is used by two files ({seen[s.id]!r} and {s.source!r})", item=s.id
+            )
+        seen[s.id] = s.source
     owner: dict[tuple[str, str], str] = {}
     for s in scenarios:
         keys = [("message", m.id) for m in s.messages] + [("question", q.id) for q in s.questions]
@@ -437,9 +246,8 @@ def load_demo_conversation() -> DemoConversation:
         or not all(isinstance(q, str) and q.strip() for q in queries)
     ):
         raise ScenarioError("'queries' must be a non-empty list of strings", source=source)
-    return DemoConversation(
-        messages=_parse_messages(data.get("messages"), source=source), queries=tuple(queries)
-    )
+    messages = parse_messages(data.get("messages"), source=source)
+    return DemoConversation(messages=messages, queries=tuple(queries))
 
 
 # ---------------------------------------------------------------------------- protocol
@@ -460,7 +268,7 @@ def messages_until(scenario: Scenario, t: datetime | str) -> tuple[ScenarioMessa
         >>> len(messages_until(s, s.messages[2].timestamp))
         3
     """
-    cutoff = _parse_time(t, source=scenario.id, item=None, field="t")
+    cutoff = parse_time(t, source=scenario.id, item=None, field="t")
     return tuple(m for m in scenario.messages if m.timestamp <= cutoff)
 
 
@@ -501,89 +309,6 @@ def iter_ingest_plan(scenario: Scenario) -> Iterator[IngestStep]:
         yield IngestStep(messages[start:], ())
 
 
-# ---------------------------------------------------------------------------- metrics
-
-
-def _sources(hit: Any) -> Iterable[str]:
-    if isinstance(hit, Mapping):
-        return hit.get("source_ids", ())
-    return getattr(hit, "source_ids", ())
-
-
-def current_state_first(
-    hits: Sequence[Any],
-    current_ids: Iterable[str],
-    superseded_ids: Iterable[str],
-    *,
-    k: int | None = None,
-) -> bool | None:
-    """Does the current state reach the reader before the state it replaced?
-
-    Looks for the first hit (best first) whose ``source_ids`` include any current id and the
-    first that includes any superseded id.
-
-    Args:
-        hits: results best first; each has ``source_ids`` (an attribute, e.g.
-            :class:`~mnemis_integrations.core.retrieval.results.MemoryHit`, or a mapping key).
-        current_ids: message ids stating the current state.
-        superseded_ids: message ids stating the replaced state(s).
-        k: look only at the first ``k`` hits; all of them when ``None``.
-
-    Returns:
-        ``True`` when the current state's first hit ranks strictly above the superseded
-        state's first hit, or the superseded state never appears; also ``True`` when both
-        first appear in the *same* hit (the reader sees both together, and the engine marks
-        the newer one). ``False`` when the superseded state comes first or the current state
-        never appears while the superseded one does. ``None`` when neither appears.
-
-    Examples:
-        >>> hits = [{"source_ids": ["m1"]}, {"source_ids": ["m7", "m2"]}]
-        >>> current_state_first(hits, ["m7"], ["m1"]), current_state_first(hits, ["m1"], ["m7"])
-        (False, True)
-        >>> current_state_first(hits, ["m7"], ["m2"]), current_state_first(hits, ["m9"], ["m8"])
-        (True, None)
-    """
-    cur, old = set(current_ids), set(superseded_ids)
-    first_cur = first_old = None
-    for rank, hit in enumerate(hits if k is None else hits[:k]):
-        ids = set(_sources(hit))
-        if first_cur is None and ids & cur:
-            first_cur = rank
-        if first_old is None and ids & old:
-            first_old = rank
-        if first_cur is not None and first_old is not None:
-            break
-    if first_cur is None and first_old is None:
-        return None
-    if first_cur is None:
-        return False
-    return first_old is None or first_cur <= first_old
-
-
-def current_state_first_rate(outcomes: Iterable[bool | None]) -> float | None:
-    """Share of ``True`` among the outcomes that are not ``None``; ``None`` if there are none.
-
-    Examples:
-        >>> current_state_first_rate([True, False, None, True])
-        0.6666666666666666
-    """
-    decided = [o for o in outcomes if o is not None]
-    return sum(1 for o in decided if o) / len(decided) if decided else None
-
-
-def _current_state_first_metric(question: Question, hits: Sequence[Any], conv: Conversation) -> float | None:
-    current = question.extra.get("current", ())
-    superseded = question.extra.get("superseded", ())
-    if not current or not superseded or not question.extra.get("state_applies", True):
-        return None
-    outcome = current_state_first(hits, current, superseded)
-    return None if outcome is None else float(outcome)
-
-
-# name -> (question, hits best first, conversation) -> float | None, for run_benchmark(extra_metrics=...).
-EXTRA_METRICS = {"current_state_first": _current_state_first_metric}
-
-
 # ---------------------------------------------------------------------------- benchmark
 
 
@@ -597,6 +322,7 @@ def _to_question(q: ScenarioQuestion, scenario: Scenario, *, state_applies: bool
         extra={
             "scenario": scenario.id,
             "language": scenario.language,
+            "split": scenario.split,
             "asked_at": q.asked_at.isoformat(),
             "current": q.current,
             "superseded": q.superseded,
@@ -605,20 +331,80 @@ def _to_question(q: ScenarioQuestion, scenario: Scenario, *, state_applies: bool
     )
 
 
-def load_benchmark(path: str | Path | None = None, *, protocol: str = "ask_at_time") -> Benchmark:
+def _whole(s: Scenario, *, early_state: bool) -> Conversation:
+    last = s.messages[-1].timestamp
+    return Conversation(
+        id=s.id,
+        messages=[m.to_dict() for m in s.messages],
+        questions=[_to_question(q, s, state_applies=early_state or q.asked_at >= last) for q in s.questions],
+        turn_texts={m.id: m.text for m in s.messages},
+    )
+
+
+def _steps(s: Scenario) -> Iterator[Conversation]:
+    turn_texts = {m.id: m.text for m in s.messages}
+    held: list[ScenarioMessage] = []
+    for n, step in enumerate(iter_ingest_plan(s), start=1):
+        held.extend(step.messages)
+        if not step.questions:
+            continue
+        yield Conversation(
+            id=f"{s.id}@{n:02d}",
+            messages=[m.to_dict() for m in held],
+            questions=[_to_question(q, s, state_applies=True) for q in step.questions],
+            turn_texts={m.id: turn_texts[m.id] for m in held},
+        )
+
+
+def benchmark_from_scenarios(
+    scenarios: Sequence[Scenario], *, protocol: str = "ask_at_time", source: str = ""
+) -> Benchmark:
+    """Loaded scenarios as a :class:`~.datasets.Benchmark` under ``protocol`` (see :func:`load_benchmark`).
+
+    Raises:
+        ScenarioError: ``protocol`` is unknown.
+    """
+    if protocol not in PROTOCOLS:
+        raise ScenarioError(f"protocol {protocol!r} is unknown; valid protocols: {', '.join(PROTOCOLS)}")
+    if protocol == "ask_at_time":
+        conversations = [c for s in scenarios for c in _steps(s)]
+    else:
+        conversations = [_whole(s, early_state=protocol == "incremental") for s in scenarios]
+    return Benchmark(
+        name="scenarios",
+        conversations=conversations,
+        category_names={c: c for c in QUESTION_CLASSES},
+        source=source,
+        stream=protocol == "incremental",
+    )
+
+
+def _describe(path: PathLike | Sequence[PathLike | None] | None) -> str:
+    places = list(path) if isinstance(path, (list, tuple)) else [path]
+    return ", ".join(
+        "bundled: mnemis_integrations/data/scenarios" if p is None else str(p) for p in places
+    )
+
+
+def load_benchmark(
+    path: PathLike | Sequence[PathLike | None] | None = None, *, protocol: str = "ask_at_time"
+) -> Benchmark:
     """The scenario suite as a :class:`~.datasets.Benchmark` for :func:`~.runner.run_benchmark`.
 
     Question categories are the classes (``vague``, ``relational``, ``evolution``); evidence
-    stays message ids; ``Question.extra`` holds ``current``, ``superseded`` and ``asked_at``,
-    which :data:`EXTRA_METRICS` reads.
+    stays message ids; ``Question.extra`` holds ``current``, ``superseded``, ``asked_at`` and
+    the file's ``split``, which :data:`EXTRA_METRICS` and the scenario report read.
 
     Args:
         path: as for :func:`load_scenarios` (``None``: the bundled suite).
-        protocol: ``"ask_at_time"`` (default) emits one conversation per ingest step, named
-            ``"<scenario>@<step>"`` and holding every message up to that step, so a runner that
-            ingests a conversation whole still asks each question of a memory holding only the
-            messages up to ``asked_at`` (at the price of re-ingesting each prefix).
-            ``"full"`` emits one conversation per scenario with every message; questions asked
+        protocol: ``"ask_at_time"`` (default here) emits one conversation per ingest step,
+            named ``"<scenario>@<step>"`` and holding every message up to that step, so a
+            runner that ingests a conversation whole still asks each question of a memory
+            holding only the messages up to ``asked_at`` (at the price of re-ingesting each
+            prefix). ``"incremental"`` emits one conversation per scenario and marks the
+            benchmark ``stream``: the runner feeds one message per ingest call and asks each
+            question when the stream reaches its ``asked_at``. ``"full"`` emits one
+            conversation per scenario with every message, ingested at once; questions asked
             before the last message then see later messages, so their current-state metric is
             left out (``None``).
 
@@ -627,37 +413,4 @@ def load_benchmark(path: str | Path | None = None, *, protocol: str = "ask_at_ti
     """
     if protocol not in PROTOCOLS:
         raise ScenarioError(f"protocol {protocol!r} is unknown; valid protocols: {', '.join(PROTOCOLS)}")
-    scenarios = load_scenarios(path)
-    conversations: list[Conversation] = []
-    for s in scenarios:
-        turn_texts = {m.id: m.text for m in s.messages}
-        if protocol == "full":
-            last = s.messages[-1].timestamp
-            conversations.append(
-                Conversation(
-                    id=s.id,
-                    messages=[m.to_dict() for m in s.messages],
-                    questions=[_to_question(q, s, state_applies=q.asked_at >= last) for q in s.questions],
-                    turn_texts=turn_texts,
-                )
-            )
-            continue
-        held: list[ScenarioMessage] = []
-        for n, step in enumerate(iter_ingest_plan(s), start=1):
-            held.extend(step.messages)
-            if not step.questions:
-                continue
-            conversations.append(
-                Conversation(
-                    id=f"{s.id}@{n:02d}",
-                    messages=[m.to_dict() for m in held],
-                    questions=[_to_question(q, s, state_applies=True) for q in step.questions],
-                    turn_texts={m.id: turn_texts[m.id] for m in held},
-                )
-            )
-    return Benchmark(
-        name="scenarios",
-        conversations=conversations,
-        category_names={c: c for c in QUESTION_CLASSES},
-        source=str(path) if path is not None else "bundled: mnemis_integrations/data/scenarios",
-    )
+    return benchmark_from_scenarios(load_scenarios(path), protocol=protocol, source=_describe(path))
