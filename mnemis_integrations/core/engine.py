@@ -305,12 +305,12 @@ class MnemisMemory:
             t2 = time.perf_counter()
             if self._dim is None:
                 self._dim = int(vectors.shape[1])
-            seq0 = (max((m.seq for m in known.values()), default=-1) + 1) if known else 0
-            fresh = [replace(m, seq=seq0 + i) for i, m in enumerate(fresh)]
             if st is None:
                 st = NamespaceState.empty(namespace, self._dim)
                 with self._guard:
                     self._states[namespace] = st
+            fresh = [replace(m, seq=st.seq_end + i) for i, m in enumerate(fresh)]
+            st.seq_end += len(fresh)  # a failed attempt drops the whole state, this with it
             rep = self.builder.ingest(st, fresh, vectors)
             t3 = time.perf_counter()
             self._write(namespace, st, new_messages=fresh, new_vectors=vectors)
@@ -603,10 +603,10 @@ class MnemisMemory:
                 self._store.delete(ns)
                 self._drop(ns)
                 return ForgetReport(ns, len(st.messages), (), True)
-            kept, gone, missing = split_forgotten(st.messages.values(), ids)
+            gone, missing = split_forgotten(st.messages, ids)
             if not gone:
                 return ForgetReport(ns, 0, tuple(missing))
-            if not kept:
+            if len(gone) == len(st.messages):
                 self._store.delete(ns)
                 self._drop(ns)
                 return ForgetReport(ns, len(gone), tuple(missing), True)

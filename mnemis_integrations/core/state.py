@@ -36,6 +36,7 @@ class NamespaceState:
     # The store version this copy was read or last written at (0: not stored yet). Versions come
     # from a store-wide sequence, so no two states of a namespace ever share one; caches key on it.
     version: int = 0
+    seq_end: int = 0  # one past the highest message seq ever given here (seq is never reused)
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # retrieval.cache.memo: per-version values
     # Hierarchy paths of this copy (retrieval.cache.PathCache); it lives and dies with the copy.
     path_cache: Any = field(default=None, repr=False, compare=False)
@@ -57,6 +58,7 @@ class NamespaceState:
     ) -> NamespaceState:
         st = cls(namespace=namespace, dim=dim, graph=graph, version=version)
         st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
+        st.seq_end = max((m.seq for m in messages), default=-1) + 1
         st.msg_vectors.upsert(msg_keys, msg_vecs)
         st.lexical.add(list(st.messages), [m.text for m in st.messages.values()])
         st.rederive()
@@ -133,3 +135,27 @@ class NamespaceState:
             if key in keyed:
                 return dst
         return None
+
+    # The offline builder's incremental views (indexes/incremental.py): built from the graph on
+    # first use, kept by the builder's writes, built again after any other change to the state.
+    def build_index(self, *, starting: bool = False) -> BuildIndex:
+        """This state's :class:`~.indexes.incremental.BuildIndex`. ``starting``: a builder write
+        begins, so check it against the state even if the last write never settled."""
+        idx = self.__dict__.get("_build_index")
+        if idx is None or ((starting or not idx.ingesting) and not idx.matches(self)):
+            idx = BuildIndex(self)
+            self.__dict__["_build_index"] = idx
+        return idx
+
+    def child_count(self, node_id: str) -> int:
+        """``len(graph.children(node_id))`` without building Edge and Node lists."""
+        key = EdgeKind.BELONGS_TO.value
+        return sum(1 for keyed in self.graph.g._pred[node_id].values() if key in keyed)
+
+    def mentioned_ids(self, node_id: str) -> list[str]:
+        """Targets of the node's ``mentions`` edges, without building Edge lists."""
+        key = EdgeKind.MENTIONS.value
+        return [dst for dst, keyed in self.graph.g._succ[node_id].items() if key in keyed]
+
+
+from .indexes.incremental import BuildIndex  # after the class, as it is appended here

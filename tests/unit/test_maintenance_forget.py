@@ -8,7 +8,6 @@ from _over_time import WEEKS
 from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.maintenance.forget import split_forgotten
-from mnemis_integrations.core.model import Message
 
 SECRET = "zebra-7731"
 SECRET_ID = "m12"
@@ -111,7 +110,30 @@ def test_forget_needs_a_target(memory):
         memory.forget()
 
 
-def test_split_forgotten_keeps_arrival_order():
-    ms = [Message("b", "x", "two", None, 1), Message("a", "x", "one", None, 0), Message("c", "x", "three", None, 2)]
-    kept, gone, missing = split_forgotten(ms, ["b", "b", "q"])
-    assert [m.id for m in kept] == ["a", "c"] and gone == ["b"] and missing == ["q"]
+def test_split_forgotten_keeps_the_order_asked_once_each():
+    gone, missing = split_forgotten({"a", "b", "c"}, ["b", "b", "q", "a"])
+    assert gone == ["b", "a"] and missing == ["q"]
+
+
+
+def test_forgetting_one_message_keeps_overviews_and_review_edits(memory):
+    """Before: forget rebuilt the namespace from the remaining messages, so compaction overviews
+    (3 -> 0) and a concept renamed in review silently went. Now only what held the message changes."""
+    from mnemis_integrations.core.maintenance.compaction import is_overview
+    from mnemis_integrations.core.model import NodeKind
+
+    from mnemis_integrations.core.builder import review
+
+    memory.add_messages(WEEKS, namespace="u1")
+    concept = memory.graph("u1").nodes(NodeKind.CONCEPT)[0]
+    doc = review.rename(review.export_hierarchy(memory.graph("u1")), concept.id, "Curated name")
+    memory.apply(lambda g: review.apply_hierarchy(g, doc), namespace="u1")
+    report = memory.compact(before=WEEKS[-4]["timestamp"], namespace="u1")
+    assert report.overviews_created > 0
+    overviews = {n.id for n in memory.graph("u1").nodes(NodeKind.FRAGMENT) if is_overview(n)}
+    memory.forget(["m1"], namespace="u1")
+    g = memory.graph("u1")
+    assert {n.id for n in g.nodes(NodeKind.FRAGMENT) if is_overview(n)} and len(
+        [n for n in g.nodes(NodeKind.FRAGMENT) if is_overview(n)]) == len(overviews)
+    assert [c.label for c in g.nodes(NodeKind.CONCEPT)].count("Curated name") == 1
+    assert "m1" not in {m for n in g.nodes() for m in n.source_ids}

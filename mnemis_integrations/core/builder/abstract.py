@@ -10,7 +10,7 @@ before it is applied and may accept, rename, merge or split.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -42,17 +42,22 @@ def choose_parent(
     vector: np.ndarray,
     parent_ids: list[str],
     parent_vectors: np.ndarray,
-    sizes: list[int],
+    sizes: Sequence[int] | Callable[[str], int],
     threshold: float,
     max_size: int,
 ) -> tuple[str | None, float]:
     """Best parent for ``vector`` among those not full, or None if none clears ``threshold``.
+
+    ``sizes``: the parents' sizes, or a function of a parent id asked only for the parents
+    that clear the threshold, most similar first, until one is not full.
 
     >>> import numpy as np
     >>> choose_parent(np.array([1.0, 0.0]), ["a", "b"], np.array([[0.0, 1.0], [0.9, 0.436]]), [1, 1], 0.8, 5)
     ('b', 0.9)
     >>> choose_parent(np.array([1.0, 0.0]), ["a"], np.array([[0.0, 1.0]]), [1], 0.8, 5)
     (None, 0.0)
+    >>> choose_parent(np.array([1.0, 0.0]), ["a", "b"], np.array([[1.0, 0.0], [0.9, 0.436]]), {"a": 5, "b": 1}.get, 0.8, 5)
+    ('b', 0.9)
     """
     if not parent_ids:
         return None, 0.0
@@ -60,7 +65,7 @@ def choose_parent(
     for i in np.argsort(-sims):
         if sims[i] < threshold:
             break
-        if sizes[i] < max_size:
+        if (sizes(parent_ids[int(i)]) if callable(sizes) else sizes[i]) < max_size:
             return parent_ids[int(i)], round(float(sims[i]), 6)
     return None, 0.0
 

@@ -12,7 +12,22 @@ import numpy as np
 
 from ..text import STOPWORDS
 
-__all__ = ["has_change_cue", "pick_references", "pick_superseded", "pick_superseded_many", "relation_label"]
+__all__ = [
+    "ENTITY_BONUS",
+    "UPDATE_MARGIN",
+    "UPDATE_SLACK",
+    "has_change_cue",
+    "pick_references",
+    "pick_superseded",
+    "pick_superseded_many",
+    "relation_label",
+    "superseded_and_best",
+]
+
+# pick_superseded_many's defaults (the builder bounds its candidate search with them too).
+UPDATE_MARGIN = 0.025
+UPDATE_SLACK = 0.02
+ENTITY_BONUS = 0.02
 
 # Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
 # cue ("now") would mark ordinary follow-ups as replacements and demote true facts. The second
@@ -80,10 +95,10 @@ def pick_superseded_many(
     candidates: list[tuple[str, np.ndarray, set[str], bool]],
     threshold: float,
     *,
-    margin: float = 0.025,
+    margin: float = UPDATE_MARGIN,
     limit: int = 3,
-    slack: float = 0.02,
-    entity_bonus: float = 0.02,
+    slack: float = UPDATE_SLACK,
+    entity_bonus: float = ENTITY_BONUS,
 ) -> list[str]:
     """Earlier fragments that the change-announcing messages replace, best first.
 
@@ -110,6 +125,31 @@ def pick_superseded_many(
     >>> pick_superseded_many(cue, set(), cands, 0.9)
     ['a', 'b']
     """
+    return superseded_and_best(
+        cue_vectors, new_entities, candidates, threshold, margin=margin, limit=limit, slack=slack,
+        entity_bonus=entity_bonus,
+    )[0]
+
+
+def superseded_and_best(
+    cue_vectors: np.ndarray,
+    new_entities: set[str],
+    candidates: list[tuple[str, np.ndarray, set[str], bool]],
+    threshold: float,
+    *,
+    margin: float = UPDATE_MARGIN,
+    limit: int = 3,
+    slack: float = UPDATE_SLACK,
+    entity_bonus: float = ENTITY_BONUS,
+) -> tuple[list[str], float | None]:
+    """:func:`pick_superseded_many`'s answer and the best candidate's score (None when none
+    qualified): a caller that scored only some candidates learns how high another must score
+    to change the answer.
+
+    >>> import numpy as np
+    >>> superseded_and_best(np.array([[1.0, 0.0]]), set(), [("a", np.array([[0.99, 0.14]]), set(), False)], 0.9)
+    (['a'], 0.99)
+    """
     scored = []
     for fid, vecs, ents, same_subtopic in candidates:
         if len(vecs) == 0 or len(cue_vectors) == 0:
@@ -120,10 +160,10 @@ def pick_superseded_many(
         if sim >= threshold - slack:
             scored.append((sim, fid))
     if not scored:
-        return []
+        return [], None
     scored.sort(key=lambda x: (-x[0], x[1]))
     best = scored[0][0]
-    return [fid for sim, fid in scored if sim >= best - margin][:limit]
+    return [fid for sim, fid in scored if sim >= best - margin][:limit], best
 
 
 def pick_references(

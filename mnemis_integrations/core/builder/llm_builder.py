@@ -343,13 +343,6 @@ class LLMBuilder(OfflineBuilder):
         st.refresh_vectors([cid])
         rep.touched.add(cid)
 
-    def _relabel(self, st: NamespaceState, rep: BuildReport) -> None:
-        # Names the model or a reviewer gave stay; keywords, summaries and times are refreshed as offline.
-        keep = {n.id: n.label for n in st.graph.nodes() if n.properties.get("named_by") in ("llm", "review")}
-        super()._relabel(st, rep)
-        for nid, label in keep.items():
-            st.graph.get(nid).label = label
-
     # ------------------------------------------------------------------ fragment text
     def _add_fragment(self, st, frag, msgs, ments, rep) -> None:
         super()._add_fragment(st, frag, msgs, ments, rep)

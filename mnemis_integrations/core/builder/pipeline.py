@@ -24,11 +24,33 @@ from ..text import content_words, normalise_name
 from ..tokens import count_tokens
 from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_from_keywords
 from .entities import EntityMention, extract_entities
-from .link import has_change_cue, pick_references, pick_superseded_many, relation_label
+from .link import (
+    ENTITY_BONUS,
+    UPDATE_MARGIN,
+    UPDATE_SLACK,
+    has_change_cue,
+    relation_label,
+    superseded_and_best,
+)
 from .segment import segment
 from .summarise import fragment_label, headline, keywords_for, summary_line
 
 __all__ = ["BuildReport", "OfflineBuilder"]
+
+# Every lookup a new fragment makes is bounded, whatever the size of the namespace: it asks a
+# nearest-neighbour search (or a per-entity list) for a few candidates instead of scanning every
+# node. Placement and update linking widen their candidates (x4) only while a candidate not yet
+# seen could still change the decision, so they decide as a scan of the whole namespace would,
+# up to the caps below (measured: the caps are never reached on LoCoMo or the scenario suite).
+PLACE_CANDIDATES = 32  # nearest subtopics (concepts) first offered to choose_parent: parents are few
+# and rarely full, so the nearest non-full one above the threshold is almost always among them
+PLACE_MAX_CANDIDATES = 512  # past this many full parents above the threshold, a new parent is founded
+UPDATE_MESSAGES = 64  # nearest earlier messages per change-announcing message whose fragments are
+# scored for supersession: a reversal restates its target, whose message ranks near the top
+UPDATE_MAX_MESSAGES = 1024  # widening stops here: fragments only reached past it are not scored
+REFERENCE_CANDIDATES = 256  # latest fragments per distinctive entity scored for `references`: with
+# fewer mentions than this (every entity of LoCoMo and the scenarios) all of them are scored
+_EPS = 1e-4  # faiss and numpy may round a cosine differently: the bounds keep this much slack
 
 
 @dataclass
@@ -41,6 +63,9 @@ class BuildReport:
     updates_linked: int = 0
     touched: set[str] = field(default_factory=set)
 
+
+# Who named a node, in ``properties["named_by"]``, when its label must survive relabelling.
+CURATED_NAMES = ("llm", "review")
 
 # Chat roles are not people: they would become entities mentioned by every fragment.
 _ROLE_NAMES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
@@ -83,7 +108,7 @@ class OfflineBuilder:
             max_tokens=self.cfg.max_segment_tokens,
             count_tokens=count_tokens,
         )
-        mentions = extract_entities([m.text for m in new], known=st.entities.keys())
+        mentions = extract_entities([m.text for m in new], known=st.entities.names())  # type: ignore[arg-type]
         for seg in segments:
             if seg and seg[0] == -1:
                 idx = seg[1:]
@@ -101,9 +126,12 @@ class OfflineBuilder:
     @staticmethod
     def _accept_messages(st: NamespaceState, new: list[Message], vectors: np.ndarray) -> tuple[list[Message], np.ndarray]:
         """Put new messages, in time order, into the state's message table and indexes."""
+        idx = st.build_index(starting=True)
+        idx.ingesting = True
         order = sorted(range(len(new)), key=lambda i: _ts_key(new[i]))
         new = [new[i] for i in order]
         vectors = vectors[order] if len(order) else vectors
+        idx.messages_added([m for m in new if m.id not in st.messages])
         for m in new:
             st.messages[m.id] = m
         st.msg_vectors.upsert([m.id for m in new], vectors)
@@ -115,11 +143,11 @@ class OfflineBuilder:
         """The latest fragment, if the new messages may continue it (it ends the stream and is not full)."""
         if not new or not st.messages:
             return None
-        # A compaction overview is never continued: its messages must stay those of its originals.
-        frags = [f for f in st.graph.nodes(NodeKind.FRAGMENT) if f.status == Status.ACTIVE and "overview_of" not in f.properties]
-        if not frags:
+        # The latest active fragment by (event time, id), never a compaction overview (its messages
+        # must stay those of its originals); kept up to date by the build index, not searched for.
+        last = st.build_index().open_tail(st)
+        if last is None:
             return None
-        last = max(frags, key=lambda f: (f.event_time is None, f.event_time.timestamp() if f.event_time else 0, f.id))
         last_msgs = st.fragment_messages(last.id)
         if not last_msgs or len(last_msgs) >= self.cfg.max_segment_messages:
             return None
@@ -147,14 +175,16 @@ class OfflineBuilder:
             old_tokens: set[str] = set()
         else:
             old_tokens = set(content_words(" ".join(m.text for m in st.fragment_messages(frag.id))))
+        idx = st.build_index()
         frag.source_ids = list(dict.fromkeys(frag.source_ids + [m.id for m in msgs]))
         frag.event_time = msgs[-1].timestamp or frag.event_time
+        idx.fragment_written(st, frag, created=is_new)
         for m in msgs:
             st.msg_fragment[m.id] = frag.id
         all_msgs = st.fragment_messages(frag.id)
         tokens = set(content_words(" ".join(m.text for m in all_msgs)))
         st.df.update(tokens - old_tokens)
-        n_frag = max(1, len(g.nodes(NodeKind.FRAGMENT)))
+        n_frag = max(1, idx.fragment_count(st))
         frag.keywords = keywords_for([m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment)
 
         # entities: speakers and named things
@@ -168,8 +198,11 @@ class OfflineBuilder:
                 if eid and eid not in ent_ids:
                     ent_ids.append(eid)
             self._relations(st, m, ms)
+        had = set() if is_new else {e.dst for e in g.out_edges(frag.id, EdgeKind.MENTIONS)}
         for eid in ent_ids:
             g.add_edge(Edge(frag.id, eid, EdgeKind.MENTIONS, created_at=frag.event_time))
+            if eid not in had:
+                idx.mention_added(st, frag, eid)
         mentioned = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
         frag.summary = summary_line(all_msgs, mentioned, frag.keywords)
         frag.properties["headline"] = headline(frag.summary, self.cfg.headline_terms)
@@ -229,14 +262,8 @@ class OfflineBuilder:
     def _place(self, st: NamespaceState, frag: Node, rep: BuildReport) -> None:
         g = st.graph
         v = st.node_vectors.get(frag.id)
-        subs = [s for s in g.nodes(NodeKind.SUBTOPIC) if s.id in st.node_vectors]
-        sid, sim = choose_parent(
-            v,
-            [s.id for s in subs],
-            st.node_vectors.get_many([s.id for s in subs]),
-            [len(g.children(s.id)) for s in subs],
-            self._t("subtopic_threshold"),
-            self.cfg.max_subtopic_fragments,
+        sid, sim = self._nearest_parent(
+            st, v, NodeKind.SUBTOPIC, self._t("subtopic_threshold"), self.cfg.max_subtopic_fragments
         )
         p = self.review(Placement(frag.id, "subtopic", sid, sim, g.get(sid).label if sid else ", ".join(frag.keywords[:2])))
         sid = p.parent_id
@@ -257,14 +284,8 @@ class OfflineBuilder:
     def _place_subtopic(self, st: NamespaceState, sub: Node, rep: BuildReport) -> None:
         g = st.graph
         v = st.node_vectors.get(sub.id)
-        cons = [c for c in g.nodes(NodeKind.CONCEPT) if c.id in st.node_vectors]
-        cid, sim = choose_parent(
-            v,
-            [c.id for c in cons],
-            st.node_vectors.get_many([c.id for c in cons]),
-            [len(g.children(c.id)) for c in cons],
-            self._t("concept_threshold"),
-            self.cfg.max_concept_subtopics,
+        cid, sim = self._nearest_parent(
+            st, v, NodeKind.CONCEPT, self._t("concept_threshold"), self.cfg.max_concept_subtopics
         )
         p = self.review(Placement(sub.id, "concept", cid, sim, g.get(cid).label if cid else sub.label))
         cid = p.parent_id
@@ -279,24 +300,59 @@ class OfflineBuilder:
         st.refresh_vectors([cid])
         rep.touched.add(cid)
 
+    @staticmethod
+    def _nearest_parent(
+        st: NamespaceState, vector: np.ndarray, kind: NodeKind, threshold: float, max_size: int
+    ) -> tuple[str | None, float]:
+        """``choose_parent`` over the nodes of ``kind`` nearest to ``vector`` (not over all of them).
+
+        The nearest ``PLACE_CANDIDATES`` parents clearing the threshold are scored exactly; only when
+        every one of them is full are more asked for (x4, up to ``PLACE_MAX_CANDIDATES``), so the
+        choice is the one a scan of every parent makes: the most similar non-full one.
+        """
+        st.build_index().ready(st)  # node vectors are grouped by kind from here on
+        sizes: dict[str, int] = {}  # asked only of parents clearing the threshold, most similar first
+
+        def size(pid: str) -> int:
+            if pid not in sizes:
+                sizes[pid] = st.child_count(pid)
+            return sizes[pid]
+
+        n = PLACE_CANDIDATES
+        while True:
+            found = st.node_vectors.nearest(vector, n, min_score=threshold - _EPS, group=kind.value)
+            ids = [k for k, _ in found]
+            pid, sim = choose_parent(vector, ids, st.node_vectors.get_many(ids), size, threshold, max_size)
+            if pid is not None or len(found) < n or n >= PLACE_MAX_CANDIDATES:
+                return pid, sim
+            n = min(4 * n, PLACE_MAX_CANDIDATES)
+
     def _relabel(self, st: NamespaceState, rep: BuildReport) -> None:
         g = st.graph
-        speakers = {m.speaker.lower() for m in st.messages.values()}
+        idx = st.build_index()
+        speakers = idx.speakers(st)
         touched = [g.get(n) for n in rep.touched if g.has(n)]
         for node in sorted(touched, key=lambda n: n.kind != NodeKind.SUBTOPIC):
             if node.kind not in (NodeKind.SUBTOPIC, NodeKind.CONCEPT):
                 continue
             kids = g.children(node.id)
+            # A name a reviewer or the model gave stays; keywords, summaries and times are refreshed.
+            named = node.properties.get("named_by") in CURATED_NAMES
             if node.kind == NodeKind.CONCEPT:
-                kw_lists = [kw for s in kids for kw in [self._subtopic_keywords(st, s.id)]]
-                node.label = label_from_keywords(kw_lists, top=1, exclude=lambda k: k in speakers).title()
+                if not named:
+                    kw_lists = [kw for s in kids for kw in [self._subtopic_keywords(st, s.id)]]
+                    node.label = label_from_keywords(kw_lists, top=1, exclude=lambda k: k in speakers).title()
             else:
-                node.label = label_from_keywords([f.keywords for f in kids], top=2, exclude=lambda k: k in speakers)
+                if not named:
+                    node.label = label_from_keywords([f.keywords for f in kids], top=2, exclude=lambda k: k in speakers)
                 node.keywords = self._subtopic_keywords(st, node.id)
                 node.summary = "; ".join(f.summary for f in kids[-3:])
             times = [k.event_time for k in kids if k.event_time]
             if times:
                 node.event_time = max(times)
+        # A builder extending this one may supersede by itself: the new fragments' targets leave the active set.
+        idx.status_changed(st, [e.dst for n in rep.touched if g.has(n) for e in g.out_edges(n, EdgeKind.UPDATES)])
+        idx.settle(st)
 
     @staticmethod
     def _subtopic_keywords(st: NamespaceState, sid: str) -> list[str]:
@@ -312,50 +368,95 @@ class OfflineBuilder:
         return {e.dst for e in st.graph.out_edges(frag_id, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= limit}
 
     def _link_updates(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
+        """Supersede the earlier active fragments that this one's change-announcing messages replace.
+
+        The candidates are the fragments holding the messages nearest to a cue message (not every
+        active fragment); ``pick_superseded_many`` decides among them as before. The nearest
+        ``UPDATE_MESSAGES`` per cue are taken first, and more (x4, up to ``UPDATE_MAX_MESSAGES``)
+        only while a fragment not yet reached could still score within the margin of the best.
+        """
         cue_ids = [m.id for m in msgs if has_change_cue(m.text)]
         if not cue_ids:
             return
         g = st.graph
-        frags = [f for f in g.nodes(NodeKind.FRAGMENT) if f.id != frag.id and f.status == Status.ACTIVE]
-        if not frags:
+        idx = st.build_index()
+        others = idx.active_count(st) - (1 if frag.status == Status.ACTIVE else 0)
+        if others <= 0:
             return
-        counts = st.entity_fragment_counts()
-        n = len(frags) + 1
-        mine = self._distinctive(st, frag.id, counts, n)
-        parent = g.parent(frag.id)
-        cands = []
-        for f in frags:
-            if f.event_time and frag.created_at and f.event_time > frag.created_at:
-                continue
-            keys = [m for m in f.source_ids if m in st.msg_vectors]
-            fp = g.parent(f.id)
-            cands.append((f.id, st.msg_vectors.get_many(keys), self._distinctive(st, f.id, counts, n),
-                          parent is not None and fp is not None and fp.id == parent.id))
-        olds = pick_superseded_many(st.msg_vectors.get_many(cue_ids), mine, cands, self._t("update_threshold"))
+        n = others + 1
+        mine = self._distinctive(st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), n)
+        parent = st.parent_id(frag.id)
+        own = set(frag.source_ids)
+        ok: dict[str, bool] = {}
+
+        def eligible(fid: str) -> bool:
+            if fid not in ok:
+                f = g.get(fid) if g.has(fid) and fid != frag.id else None
+                ok[fid] = (
+                    f is not None and f.kind == NodeKind.FRAGMENT and f.status == Status.ACTIVE
+                    and not (f.event_time and frag.created_at and f.event_time > frag.created_at)
+                )
+            return ok[fid]
+
+        def keep(mid: str) -> bool:
+            return mid not in own and any(eligible(f) for f in idx.holders(st, mid))
+
+        cue_vectors = st.msg_vectors.get_many(cue_ids)
+        threshold = self._t("update_threshold")
+        bonus = ENTITY_BONUS if mine else 0.0
+        floor = threshold - UPDATE_SLACK - bonus - _EPS  # a message below this cannot qualify its fragment
+        k = UPDATE_MESSAGES
+        cands: dict[str, tuple[str, np.ndarray, set[str], bool]] = {}
+        while True:
+            reach = -np.inf  # at most this similarity for a fragment no search reached
+            for cue in cue_vectors:
+                hits = st.msg_vectors.nearest(cue, k, keep, min_score=floor)
+                if len(hits) == k:
+                    reach = max(reach, hits[-1][1])
+                for mid, _ in hits:
+                    for fid in idx.holders(st, mid):
+                        if fid not in cands and eligible(fid):
+                            f = g.get(fid)
+                            keys = [m for m in f.source_ids if m in st.msg_vectors]
+                            fp = st.parent_id(fid)
+                            cands[fid] = (fid, st.msg_vectors.get_many(keys), set(st.mentioned_ids(fid)) & mine,
+                                          parent is not None and fp == parent)
+            olds, best = superseded_and_best(cue_vectors, mine, list(cands.values()), threshold)
+            bar = threshold - UPDATE_SLACK if best is None else max(threshold - UPDATE_SLACK, best - UPDATE_MARGIN)
+            if reach + bonus + _EPS < bar or k >= UPDATE_MAX_MESSAGES:
+                break
+            k = min(4 * k, UPDATE_MAX_MESSAGES)
         if olds:
             for old in olds:
                 supersede(g, old_id=old, new_id=frag.id, when=frag.created_at)
+            idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
 
     def _link_references(self, st: NamespaceState, frag: Node) -> None:
+        """``references`` edges to the earlier fragments (in other subtopics) sharing the most
+        distinctive entities with this one, ties by id, as :func:`pick_references` ranks them.
+
+        The candidates are, per distinctive entity, its latest ``REFERENCE_CANDIDATES`` mentions,
+        and a candidate's shared entities are counted on those lists (it is on one list per
+        entity it shares): all of its mentions while no entity has more.
+        """
         if self.cfg.references_per_fragment <= 0:
             return
         g = st.graph
-        counts = st.entity_fragment_counts()
-        frags = g.nodes(NodeKind.FRAGMENT)
-        mine = self._distinctive(st, frag.id, counts, len(frags))
+        idx = st.build_index()
+        mine = self._distinctive(st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), idx.fragment_count(st))
         if not mine:
             return
-        parent = g.parent(frag.id)
-        cands = []
+        shared: Counter = Counter()
         for eid in mine:
-            for e in g.in_edges(eid, EdgeKind.MENTIONS):
-                if e.src == frag.id:
-                    continue
-                fp = g.parent(e.src)
-                if parent is not None and fp is not None and fp.id == parent.id:
-                    continue
-                cands.append(e.src)
-        cand_sets = [(fid, self._distinctive(st, fid, counts, len(frags))) for fid in dict.fromkeys(cands)]
-        for other in pick_references(mine, cand_sets, self.cfg.references_per_fragment):
+            shared.update(idx.mentioned_by(st, eid, REFERENCE_CANDIDATES + 1))  # + 1: this fragment is one
+        parent = st.parent_id(frag.id)
+        picked: list[str] = []
+        for fid, _ in sorted(shared.items(), key=lambda x: (-x[1], x[0])):
+            if fid == frag.id or (parent is not None and st.parent_id(fid) == parent):
+                continue
+            picked.append(fid)
+            if len(picked) == self.cfg.references_per_fragment:
+                break
+        for other in picked:
             g.add_edge(Edge(frag.id, other, EdgeKind.REFERENCES, created_at=frag.created_at))

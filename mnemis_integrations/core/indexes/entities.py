@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import KeysView
 
 from ..text import has_cjk, normalise_name
 
@@ -37,6 +38,14 @@ class EntityIndex:
 
     def keys(self) -> set[str]:
         return set(self._by_key)
+
+    def names(self) -> KeysView[str]:
+        """The keys as a live read-only view: membership without copying every name.
+
+        >>> idx = EntityIndex(); idx.add("Plan B", "e1"); "plan b" in idx.names()
+        True
+        """
+        return self._by_key.keys()
 
     def find_in(self, query: str, fuzzy_min_ratio: float = 0.88) -> dict[str, float]:
         """Entity node ids mentioned by ``query``, with a match quality in (0, 1].

@@ -3,7 +3,7 @@ message vectors kept for fragment scoring and re-clustering without re-embedding
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import faiss
 import numpy as np
@@ -40,8 +40,10 @@ class VectorIndex:
         self._keys: dict[int, str] = {}
         self._next = 0
         self._ann: IVFIndex | None = None  # coarse sidecar, built on first top() call at ANN_MIN_VECTORS
-        self._pos: np.ndarray | None = None  # faiss id -> row of the flat storage; rebuilt after a write
+        self._pos: np.ndarray | None = None  # faiss id -> row of the flat storage; rebuilt after a removal
         self.ann_min = ANN_MIN_VECTORS
+        self._group_of: Callable[[str], str | None] | None = None  # see partition()
+        self._parts: dict[str, VectorIndex] = {}
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -50,23 +52,50 @@ class VectorIndex:
         return key in self._ids
 
     def upsert(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """Add new keys and overwrite the vectors of present ones (the last row wins for a key
+        given twice). A present key is rewritten in place in the flat storage: removing it would
+        compact the whole index, a cost that grows with the namespace on every refresh."""
         if len(keys) == 0:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(keys), self.dim)
-        existing = [k for k in keys if k in self._ids]
-        if existing:
-            self.remove(existing)
+        last = {k: j for j, k in enumerate(keys)}
+        if len(last) < len(keys):
+            keys = list(last)
+            vectors = vectors[list(last.values())]
+        if self._group_of is not None:
+            self._upsert_parts(keys, vectors)
+        present = [j for j, k in enumerate(keys) if k in self._ids]
+        if present:
+            ids = np.fromiter((self._ids[keys[j]] for j in present), dtype=np.int64, count=len(present))
+            self._storage()[self._positions()[ids]] = vectors[present]
+            if self._ann is not None:
+                self._ann.remove(ids)
+                self._ann.add(vectors[present], ids)
+            if len(present) == len(keys):
+                return
+            fresh = [j for j, k in enumerate(keys) if k not in self._ids]
+            keys = [keys[j] for j in fresh]
+            vectors = vectors[fresh]
         ids = np.arange(self._next, self._next + len(keys), dtype=np.int64)
         self._next += len(keys)
         for k, i in zip(keys, ids):
             self._ids[k] = int(i)
             self._keys[int(i)] = k
+        rows = int(self._index.ntotal)
         self._index.add_with_ids(vectors, ids)
-        self._pos = None
+        if self._pos is not None:  # new rows go at the end: extend the id -> row table, no rebuild
+            if len(self._pos) < self._next:  # room doubles, so growing it costs O(1) per key
+                pos = np.full(max(self._next, 2 * len(self._pos)), -1, np.int64)
+                pos[: len(self._pos)] = self._pos
+                self._pos = pos
+            self._pos[ids] = np.arange(rows, rows + len(ids))
         if self._ann is not None:
             self._ann.add(vectors, ids)
 
     def remove(self, keys: Sequence[str]) -> None:
+        keys = list(keys)
+        for part in self._parts.values():
+            part.remove(keys)
         ids = [self._ids.pop(k) for k in keys if k in self._ids]
         for i in ids:
             self._keys.pop(i, None)
@@ -82,7 +111,36 @@ class VectorIndex:
     def get_many(self, keys: Sequence[str]) -> np.ndarray:
         if not keys:
             return np.zeros((0, self.dim), np.float32)
-        return np.stack([self._index.reconstruct(self._ids[k]) for k in keys])
+        return self._rows(np.fromiter((self._ids[k] for k in keys), dtype=np.int64, count=len(keys)))
+
+    # ----- groups: a separate flat index per kind of key, for nearest(..., group=) -----
+    def partition(self, group_of: Callable[[str], str | None]) -> None:
+        """Also keep the keys of each group (``group_of(key)``; None: in no group) in a flat index
+        of their own, kept in step by every write, so :meth:`nearest` can search one group without
+        ranking the others. ``group_of`` must give a key the same group for as long as it is stored.
+
+        >>> idx = VectorIndex(2); idx.upsert(["f1", "s1", "s2"], np.array([[1, 0], [0.8, 0.6], [0, 1]]))
+        >>> idx.partition(lambda k: k[0] if k[0] == "s" else None)
+        >>> idx.nearest(np.array([1.0, 0.0]), 1, group="s")
+        [('s1', 0.800000011920929)]
+        """
+        self._group_of = group_of
+        self._parts = {}
+        if self._ids:
+            self._upsert_parts(list(self._ids), self.get_many(list(self._ids)))
+
+    def _upsert_parts(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        assert self._group_of is not None
+        rows: dict[str, list[int]] = {}
+        for j, k in enumerate(keys):
+            group = self._group_of(k)
+            if group is not None:
+                rows.setdefault(group, []).append(j)
+        for group, js in rows.items():
+            part = self._parts.get(group)
+            if part is None:
+                part = self._parts[group] = VectorIndex(self.dim)
+            part.upsert([keys[j] for j in js], vectors[js])
 
     def search(self, query: np.ndarray, n: int | None = None) -> dict[str, float]:
         """Cosine of ``query`` with the ``n`` nearest keys (all keys when ``n`` is None)."""
@@ -93,6 +151,56 @@ class VectorIndex:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
         scores, ids = self._index.search(q, n)
         return {self._keys[int(i)]: float(s) for s, i in zip(scores[0], ids[0]) if i >= 0}
+
+    def nearest(
+        self,
+        query: np.ndarray,
+        n: int,
+        keep: Callable[[str], bool] | None = None,
+        min_score: float | None = None,
+        group: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``n`` nearest keys for which ``keep(key)`` holds, best first, with their cosines (exact).
+
+        Keys scoring below ``min_score`` are never returned; the search stops there. With a
+        ``keep`` filter the flat index is asked for ``4 n`` keys, then four times more while
+        fewer than ``n`` kept keys were found, the last score still clears ``min_score`` and keys
+        are left: the same keys as filtering a full ranking, at the cost of the keys ranked
+        above the ``n``-th kept one (plus one flat scan per widening). ``group``: search only the
+        keys of that group (see :meth:`partition`).
+
+        >>> idx = VectorIndex(2); idx.upsert(["a", "b", "c"], np.array([[1, 0], [0.8, 0.6], [0, 1]]))
+        >>> idx.nearest(np.array([1.0, 0.0]), 1, keep=lambda k: k != "a")
+        [('b', 0.800000011920929)]
+        >>> idx.nearest(np.array([1.0, 0.0]), 3, min_score=0.5)
+        [('a', 1.0), ('b', 0.800000011920929)]
+        """
+        if group is not None:
+            if self._group_of is None:
+                raise ValueError("nearest(group=...) needs partition() first")
+            part = self._parts.get(group)
+            return part.nearest(query, n, keep, min_score) if part is not None else []
+        total = len(self._ids)
+        if total == 0 or n <= 0:
+            return []
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
+        k = min(total, n if keep is None else 4 * n)
+        while True:
+            scores, ids = self._index.search(q, k)
+            out: list[tuple[str, float]] = []
+            for s, i in zip(scores[0].tolist(), ids[0].tolist()):
+                if i < 0:
+                    continue
+                if min_score is not None and s < min_score:
+                    return out
+                key = self._keys[i]
+                if keep is None or keep(key):
+                    out.append((key, s))
+                    if len(out) == n:
+                        return out
+            if k >= total:
+                return out
+            k = min(total, 4 * k)
 
     # ----- the funnel's coarse stage (SPEC §6) -----
     @property
@@ -106,16 +214,24 @@ class VectorIndex:
         vecs = self._rows(ids) if len(ids) else np.zeros((0, self.dim), np.float32)
         self._ann = IVFIndex(self.dim, vecs, ids)
 
-    def _rows(self, ids: np.ndarray) -> np.ndarray:
-        """Stored vectors of faiss ids, copied straight from the flat storage (no per-id reconstruct)."""
+    def _positions(self) -> np.ndarray:
+        """faiss id -> row of the flat storage (-1: no row, or an id not given yet); rebuilt only after
+        a removal."""
         if self._pos is None:
             id_map = faiss.vector_to_array(self._index.id_map)
             pos = np.full(self._next, -1, np.int64)
             pos[id_map] = np.arange(len(id_map))
             self._pos = pos
+        return self._pos
+
+    def _storage(self) -> np.ndarray:
+        """The flat storage as a (rows, dim) array sharing its memory (valid until the next add)."""
         flat = faiss.downcast_index(self._index.index)
-        xb = faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * self.dim).reshape(flat.ntotal, self.dim)
-        return xb[self._pos[ids]]
+        return faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * self.dim).reshape(flat.ntotal, self.dim)
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """Stored vectors of faiss ids, copied straight from the flat storage (no per-id reconstruct)."""
+        return self._storage()[self._positions()[ids]]
 
     def _dot(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
         # einsum, not BLAS: a threaded gemv stalls for milliseconds when the cores are busy.

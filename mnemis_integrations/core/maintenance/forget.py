@@ -20,7 +20,7 @@ engine then writes the change and purges the store, so no byte of the text remai
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ..builder.entities import extract_entities
@@ -46,18 +46,14 @@ class ForgetReport:
     namespace_deleted: bool = False
 
 
-def split_forgotten(messages: Iterable[Message], ids: Iterable[str]) -> tuple[list[Message], list[str], list[str]]:
-    """(messages kept in arrival order, ids forgotten, ids asked for that were not stored).
+def split_forgotten(stored: Collection[str], ids: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(ids to forget, ids asked for that were not stored), each once, in the order asked.
 
-    >>> ms = [Message("a", "x", "hi", None, 0), Message("b", "x", "secret", None, 1)]
-    >>> kept, gone, missing = split_forgotten(ms, ["b", "zz"]); [m.id for m in kept], gone, missing
-    (['a'], ['b'], ['zz'])
+    >>> split_forgotten({"a", "b"}, ["b", "zz", "b"])
+    (['b'], ['zz'])
     """
     wanted = list(dict.fromkeys(ids))
-    msgs = sorted(messages, key=lambda m: m.seq)
-    stored = {m.id for m in msgs}
-    drop = {i for i in wanted if i in stored}
-    return [m for m in msgs if m.id not in drop], [i for i in wanted if i in drop], [i for i in wanted if i not in stored]
+    return [i for i in wanted if i in stored], [i for i in wanted if i not in stored]
 
 
 def forget_messages(
@@ -110,8 +106,7 @@ def forget_messages(
     st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
     st.refresh_vectors([p for p in alive if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
     st.refresh_vectors([p for p in alive if g.get(p).kind == NodeKind.CONCEPT])
-    st.memo.clear()
-    st.path_cache = None
+    st.path_cache = None  # memos key on the version, which the write moves
 
 
 def _tokens(st: NamespaceState, fid: str) -> set[str]:
@@ -213,9 +208,10 @@ def _drop_relations_from(st: NamespaceState, texts: list[str]) -> None:
 
 
 def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> None:
-    g = st.graph
+    g, key = st.graph, EdgeKind.MENTIONS.value
     for eid in candidates:
-        if g.has(eid) and not g.in_edges(eid, EdgeKind.MENTIONS):
+        # stop at the first mention: a speaker's entity is mentioned by most fragments
+        if g.has(eid) and not any(key in keyed for keyed in g.g._pred[eid].values()):
             g.remove_node(eid)
             st.entities.remove_node(eid)
 

@@ -1,0 +1,237 @@
+"""What the offline builder asks of a namespace for every new fragment, kept up to date as it
+builds instead of recomputed from the whole graph: the latest open fragment, fragment counts,
+which fragments mention an entity, the speakers' names, the fragments holding a message.
+
+:meth:`NamespaceState.build_index` hands out one :class:`BuildIndex` per state. It is built from
+the graph on first use (one pass, e.g. after a reopen) and then kept by the builder's own writes.
+It is dropped and built again, on next use, as soon as the state was changed by anything else:
+a hand edit or maintenance (they derive the state's indexes again, replacing them), or forgetting
+(fewer messages). Between writes nothing is checked but the node count and those identities.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..model import EdgeKind, Node, NodeKind, Status
+
+if TYPE_CHECKING:
+    from ..state import NamespaceState
+
+__all__ = ["PARENT_KINDS", "BuildIndex", "time_key"]
+
+TimeKey = tuple[bool, float, str]
+
+
+def time_key(when, node_id: str) -> TimeKey:
+    """Sort key of a node by a time, latest last; a node without that time sorts after every dated one."""
+    return (when is None, when.timestamp() if when is not None else 0.0, node_id)
+
+
+PARENT_KINDS = (NodeKind.SUBTOPIC, NodeKind.CONCEPT)
+
+
+def _parent_group(g, key: str) -> str | None:
+    """The node-vector group of a hierarchy parent (its kind); other nodes are in none."""
+    if not g.has(key):
+        return None
+    kind = g.get(key).kind
+    return kind.value if kind in PARENT_KINDS else None
+
+
+def _is_open(node: Node) -> bool:
+    # A compaction overview is never continued: its messages must stay those of its originals.
+    return node.kind == NodeKind.FRAGMENT and node.status == Status.ACTIVE and "overview_of" not in node.properties
+
+
+class BuildIndex:
+    """Incremental views of one namespace's graph for the offline builder.
+
+    Examples:
+        >>> from mnemis_integrations.core.state import NamespaceState
+        >>> from mnemis_integrations.core.model import Node, NodeKind, Edge, EdgeKind
+        >>> st = NamespaceState.empty("u", 2)
+        >>> for i in (1, 2):
+        ...     st.graph.add_node(Node(f"f{i}", NodeKind.FRAGMENT, "", "u"))
+        >>> st.graph.add_node(Node("e", NodeKind.ENTITY, "Ann", "u"))
+        >>> st.graph.add_edge(Edge("f1", "e", EdgeKind.MENTIONS))
+        >>> idx = st.build_index()
+        >>> idx.open_tail(st).id, idx.fragment_count(st), idx.mention_count(st, "e"), idx.mentioned_by(st, "e", 5)
+        ('f2', 2, 1, ['f1'])
+    """
+
+    def __init__(self, st: NamespaceState):
+        self._graph = st.graph
+        self._node_vectors = st.node_vectors
+        self._entities = st.entities
+        self._msg_fragment = st.msg_fragment
+        self.n_messages = len(st.messages)
+        self.n_nodes = len(st.graph)
+        # True from the first step of an ingest to its last: the builder's own writes (and those of
+        # a builder extending it) are then under way and the counts above are settled at the end.
+        self.ingesting = False
+        self._built = False
+        self._speakers: Counter | None = None
+
+    # ------------------------------------------------------------------ validity
+    def matches(self, st: NamespaceState) -> bool:
+        """Whether this index still describes ``st`` (nothing but the builder changed it)."""
+        return (
+            self._graph is st.graph
+            and self._node_vectors is st.node_vectors
+            and self._entities is st.entities
+            and self._msg_fragment is st.msg_fragment
+            and self.n_messages == len(st.messages)
+            and self.n_nodes == len(st.graph)
+        )
+
+    def settle(self, st: NamespaceState) -> None:
+        """End of a builder write: what ``st`` holds now is what this index describes."""
+        self.ingesting = False
+        self.n_messages = len(st.messages)
+        self.n_nodes = len(st.graph)
+
+    def _build(self, st: NamespaceState) -> None:
+        """One pass over the graph (first use, or after someone else changed the state)."""
+        g = st.graph
+        self._timeline: list[TimeKey] = []
+        self.fragments = 0
+        self.active: set[str] = set()
+        self._extra_holders: dict[str, list[str]] = {}
+        self._mentions: dict[str, list[TimeKey]] = {}
+        for n in g.nodes():
+            if n.kind == NodeKind.FRAGMENT:
+                self.fragments += 1
+                if n.status == Status.ACTIVE:
+                    self.active.add(n.id)
+                if _is_open(n):
+                    self._timeline.append(time_key(n.event_time, n.id))
+                for mid in n.source_ids:
+                    if st.msg_fragment.get(mid) != n.id:
+                        self._extra_holders.setdefault(mid, []).append(n.id)
+            elif n.kind == NodeKind.ENTITY:
+                # what st.entity_fragment_counts counts: every `mentions` edge into the entity
+                srcs = [e.src for e in g.in_edges(n.id, EdgeKind.MENTIONS)]
+                self._mentions[n.id] = sorted(time_key(g.get(s).created_at, s) for s in srcs)
+        self._timeline.sort()
+        self._tail_key = {k[2]: k for k in self._timeline}
+        # Placement asks for the nearest subtopics / concepts without ranking every fragment.
+        st.node_vectors.partition(lambda key: _parent_group(g, key))
+        self._built = True
+
+    def ready(self, st: NamespaceState) -> None:
+        """Build now, if not built yet."""
+        if not self._built:
+            self._build(st)
+
+    # ------------------------------------------------------------------ the open tail
+    def open_tail(self, st: NamespaceState) -> Node | None:
+        """The latest active fragment (by event time, then id) that is not a compaction overview."""
+        self.ready(st)
+        g, line = st.graph, self._timeline
+        while line:
+            key = line[-1]
+            fid = key[2]
+            node = g.get(fid) if g.has(fid) else None
+            if node is None or self._tail_key.get(fid) != key or not _is_open(node):
+                line.pop()  # gone, moved, superseded or archived: a later write re-enters it if needed
+                if self._tail_key.get(fid) == key:
+                    del self._tail_key[fid]
+                continue
+            now = time_key(node.event_time, fid)
+            if now != key:  # its time changed behind the builder's back: file it where it belongs
+                line.pop()
+                self._tail_key[fid] = now
+                bisect.insort(line, now)
+                continue
+            return node
+        return None
+
+    def fragment_written(self, st: NamespaceState, node: Node, created: bool) -> None:
+        """A fragment was created, or given more messages (its event time may have moved)."""
+        if not self._built:
+            return
+        if created:
+            self.fragments += 1
+            if node.status == Status.ACTIVE:
+                self.active.add(node.id)
+        old = self._tail_key.get(node.id)
+        now = time_key(node.event_time, node.id)
+        if old == now:
+            return
+        if old is not None:
+            i = bisect.bisect_left(self._timeline, old)
+            if i < len(self._timeline) and self._timeline[i] == old:
+                del self._timeline[i]
+        if _is_open(node):
+            self._tail_key[node.id] = now
+            bisect.insort(self._timeline, now)
+        else:
+            self._tail_key.pop(node.id, None)
+
+    # ------------------------------------------------------------------ fragments
+    def fragment_count(self, st: NamespaceState) -> int:
+        self.ready(st)
+        return self.fragments
+
+    def active_count(self, st: NamespaceState) -> int:
+        self.ready(st)
+        return len(self.active)
+
+    def status_changed(self, st: NamespaceState, node_ids) -> None:
+        """These fragments may have left (or entered) the active set."""
+        if not self._built:
+            return
+        g = st.graph
+        for nid in node_ids:
+            node = g.get(nid) if g.has(nid) else None
+            if node is not None and node.kind == NodeKind.FRAGMENT and node.status == Status.ACTIVE:
+                self.active.add(nid)
+            else:
+                self.active.discard(nid)
+
+    def holders(self, st: NamespaceState, message_id: str) -> list[str]:
+        """Ids of the fragments whose messages include ``message_id`` (several after compaction)."""
+        self.ready(st)
+        first = st.msg_fragment.get(message_id)
+        extra = self._extra_holders.get(message_id, [])
+        return ([first] if first is not None else []) + [f for f in extra if f != first]
+
+    # ------------------------------------------------------------------ entities
+    def mention_count(self, st: NamespaceState, eid: str) -> int:
+        """Number of ``mentions`` edges into entity ``eid`` (0 for an id that is no entity)."""
+        self.ready(st)
+        return len(self._mentions.get(eid, ()))
+
+    def counts(self, st: NamespaceState, entity_ids) -> dict[str, int]:
+        """``st.entity_fragment_counts()`` restricted to ``entity_ids``."""
+        self.ready(st)
+        return {e: len(self._mentions[e]) for e in entity_ids if e in self._mentions}
+
+    def mentioned_by(self, st: NamespaceState, eid: str, latest: int) -> list[str]:
+        """The ``latest`` nodes (by creation time, then id) that mention ``eid``, latest last."""
+        self.ready(st)
+        keys = self._mentions.get(eid, [])
+        return [k[2] for k in keys[-latest:]] if latest > 0 else []
+
+    def mention_added(self, st: NamespaceState, src: Node, eid: str) -> None:
+        """A new ``mentions`` edge ``src -> eid`` (not one that was there already)."""
+        if not self._built:
+            return
+        if st.graph.get(eid).kind == NodeKind.ENTITY:
+            bisect.insort(self._mentions.setdefault(eid, []), time_key(src.created_at, src.id))
+
+    # ------------------------------------------------------------------ speakers
+    def speakers(self, st: NamespaceState) -> Counter:
+        """Lower-cased speaker name -> number of stored messages said by that name."""
+        if self._speakers is None:
+            self._speakers = Counter(m.speaker.lower() for m in st.messages.values())
+        return self._speakers
+
+    def messages_added(self, messages) -> None:
+        """Messages that were not stored before entered the state."""
+        self.n_messages += len(messages)
+        if self._speakers is not None:
+            self._speakers.update(m.speaker.lower() for m in messages)

@@ -1,0 +1,255 @@
+"""The builder's per-fragment lookups go through indexes, not scans of the namespace: the
+nearest-neighbour searches they use, the incremental views of the build index, and the
+decisions they lead to (the same as scanning every candidate)."""
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from _over_time import WEEKS
+
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core import recipes
+from mnemis_integrations.core.builder import pipeline
+from mnemis_integrations.core.config import MemoryConfig
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.indexes.incremental import BuildIndex
+from mnemis_integrations.core.indexes.vector import VectorIndex
+from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
+
+T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
+
+_TOPICS = [
+    ("Acme", ["pricing plan", "seat licence", "renewal quote", "discount tier"]),
+    ("Nadia", ["hosting migration", "server rack", "backup window", "failover test"]),
+    ("Orbit", ["release train", "beta build", "crash report", "store review"]),
+    ("Lena", ["garden shed", "roof tiles", "paint colour", "fence posts"]),
+    ("Bruno", ["marathon training", "tempo run", "knee physio", "race bib"]),
+]
+_GUESTS = ["Mira", "Zoltan", "Priya", "Kenji", "Olu", "Ines", "Tomasz", "Yara", "Dev", "Sione", "Aiko", "Rafa"]
+_CUES = ["we switched to {x} instead", "{x} is cancelled, moved to {y}", "final decision: {x} replaces {y}",
+         "the {x} got postponed", "update: {x} no longer needed"]
+
+
+def chat(n: int, seed: int = 7) -> list[dict]:
+    """A long synthetic chat: topics that come back, named people and products, change cues."""
+    rnd = random.Random(seed)
+    out, t = [], T0
+    for i in range(n):
+        name, things = _TOPICS[rnd.randrange(len(_TOPICS)) if i % 4 == 0 else (i // 4) % len(_TOPICS)]
+        x, y = rnd.sample(things, 2)
+        if rnd.random() < 0.12:
+            text = f"{name}: " + rnd.choice(_CUES).format(x=x, y=y) + "."
+        else:
+            text = f"{name} asked about the {x} and the {y}, number {rnd.randrange(100)}."
+        if rnd.random() < 0.4:
+            text += f" {rnd.choice(_GUESTS)} and {rnd.choice(_GUESTS)} joined the call."
+        t += timedelta(minutes=rnd.choice([1, 2, 3, 90, 600]))
+        out.append({"id": f"m{i}", "speaker": rnd.choice(["ann", "bob", "Carla"]), "text": text, "timestamp": t})
+    return out
+
+
+def canonical(g) -> tuple:
+    nodes = sorted(
+        (n.id, n.kind.value, n.label, n.status.value, (g.parent(n.id).id if g.parent(n.id) else None),
+         tuple(sorted(n.source_ids)))
+        for n in g.nodes()
+    )
+    return nodes, sorted((e.src, e.dst, e.kind.value, e.label) for e in g.edges())
+
+
+def tight() -> MemoryConfig:
+    # Small parents fill up, so placement has to look past full ones.
+    return recipes.DEFAULT.with_(build={"max_subtopic_fragments": 2, "max_concept_subtopics": 2})
+
+
+# ------------------------------------------------------------------ VectorIndex
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_nearest_with_a_filter_and_a_floor_equals_brute_force():
+    rng = np.random.default_rng(1)
+    x = _unit(rng.normal(size=(500, 16)))
+    keys = [f"k{i}" for i in range(500)]
+    idx = VectorIndex(16)
+    idx.upsert(keys, x)
+    for q in _unit(rng.normal(size=(5, 16))):
+        sims = x @ q
+        for n, keep, floor in [(7, None, None), (10, lambda k: int(k[1:]) % 9 == 0, None),
+                               (500, lambda k: int(k[1:]) % 2 == 1, 0.1), (3, lambda k: False, None)]:
+            got = idx.nearest(q, n, keep, min_score=floor)
+            ranked = [keys[i] for i in np.argsort(-sims, kind="stable")
+                      if (keep is None or keep(keys[i])) and (floor is None or sims[i] >= floor)]
+            assert [k for k, _ in got] == ranked[:n]
+            assert np.allclose([s for _, s in got], [sims[int(k[1:])] for k, _ in got], atol=1e-5)
+
+
+def test_nearest_in_a_group_equals_brute_force_over_that_group_after_updates_and_removals():
+    rng = np.random.default_rng(2)
+    idx = VectorIndex(8)
+    vecs = {f"{kind}{i}": v for i, (kind, v) in enumerate(zip("fsc" * 100, _unit(rng.normal(size=(300, 8)))))}
+    idx.upsert(list(vecs)[:150], np.stack(list(vecs.values())[:150]))
+    idx.partition(lambda k: k[0] if k[0] in "sc" else None)  # after some keys: they are grouped too
+    idx.upsert(list(vecs)[150:], np.stack(list(vecs.values())[150:]))
+    for k in list(vecs)[::7]:  # rewrite some in place
+        vecs[k] = _unit(rng.normal(size=(1, 8)))[0]
+        idx.upsert([k], vecs[k][None])
+    gone = list(vecs)[::11]
+    idx.remove(gone)
+    for k in gone:
+        del vecs[k]
+    q = _unit(rng.normal(size=(1, 8)))[0]
+    for group in "sc":
+        members = [k for k in vecs if k[0] == group]
+        expect = sorted(members, key=lambda k: -float(vecs[k] @ q))[:12]
+        got = idx.nearest(q, 12, group=group)
+        assert [k for k, _ in got] == expect
+        assert np.allclose([s for _, s in got], [vecs[k] @ q for k in expect], atol=1e-5)
+    assert idx.nearest(q, 3, group="x") == []
+    with pytest.raises(ValueError):
+        VectorIndex(8).nearest(q, 3, group="s")
+
+
+def test_upsert_of_present_keys_rewrites_them_in_place():
+    rng = np.random.default_rng(3)
+    a = _unit(rng.normal(size=(50, 8)))
+    b = _unit(rng.normal(size=(50, 8)))
+    keys = [f"k{i}" for i in range(50)]
+    idx = VectorIndex(8)
+    idx.upsert(keys, a)
+    idx.remove(keys[:5])
+    idx.upsert(keys[::2] + ["k1", "k1"], np.concatenate([b[::2], a[:1], b[1:2]]))  # k1 twice: the last wins
+    expect = {k: (b[i] if i % 2 == 0 or i == 1 else a[i]) for i, k in enumerate(keys) if i % 2 == 0 or i == 1 or i >= 5}
+    assert sorted(idx.keys()) == sorted(expect)
+    assert np.allclose(idx.get_many(list(expect)), np.stack(list(expect.values())))
+    q = _unit(rng.normal(size=(1, 8)))[0]
+    ref = VectorIndex.from_arrays(8, list(expect), np.stack(list(expect.values())))
+    assert list(idx.search(q, 10)) == list(ref.search(q, 10))
+
+
+def test_the_ann_sidecar_follows_rewrites_in_place():
+    rng = np.random.default_rng(4)
+    keys = [f"k{i}" for i in range(300)]
+    idx = VectorIndex(8)
+    idx.upsert(keys, _unit(rng.normal(size=(300, 8))))
+    idx.ann_min = 1
+    idx.build_ann()
+    q = _unit(rng.normal(size=(1, 8)))[0]
+    idx.upsert(["k2"], q[None])
+    assert next(iter(idx.top(q, 1))) == "k2"
+    assert idx.top(q, 1)["k2"] == pytest.approx(1.0, abs=1e-5)
+
+
+# ------------------------------------------------------------------ build index
+
+
+def _fresh_view(st):
+    fresh = BuildIndex(st)
+    fresh.ready(st)
+    return fresh
+
+
+def _assert_index_matches_graph(st):
+    g = st.graph
+    idx = st.build_index()
+    frags = g.nodes(NodeKind.FRAGMENT)
+    open_ = [f for f in frags if f.status == Status.ACTIVE and "overview_of" not in f.properties]
+    latest = max(open_, key=lambda f: (f.event_time is None, f.event_time.timestamp() if f.event_time else 0, f.id))
+    assert idx.open_tail(st).id == latest.id
+    assert idx.fragment_count(st) == len(frags)
+    assert idx.active_count(st) == sum(f.status == Status.ACTIVE for f in frags)
+    counts = st.entity_fragment_counts()
+    assert idx.counts(st, list(counts)) == counts
+    fresh = _fresh_view(st)
+    for eid in counts:
+        assert idx.mentioned_by(st, eid, 10**6) == fresh.mentioned_by(st, eid, 10**6)
+    assert idx.speakers(st) == fresh.speakers(st)
+    for m in st.messages:
+        assert sorted(idx.holders(st, m)) == sorted(f.id for f in frags if m in f.source_ids)
+
+
+def test_the_build_index_kept_by_the_builder_equals_one_built_from_the_graph():
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=tight())
+    msgs = chat(160)
+    for i in range(0, len(msgs), 7):
+        mem.add_messages(msgs[i : i + 7], namespace="u")
+        st = mem._states["u"]
+        assert st.build_index() is st.build_index()  # kept, not rebuilt per call
+    _assert_index_matches_graph(st)
+    assert any(f.status == Status.SUPERSEDED for f in st.graph.nodes(NodeKind.FRAGMENT))
+
+
+def test_the_build_index_is_rebuilt_after_an_edit_or_a_forget():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    msgs = chat(60)
+    mem.add_messages(msgs[:40], namespace="u")
+    st = mem._states["u"]
+    before = st.build_index()
+    before.ready(st)
+    victim = next(f for f in st.graph.nodes(NodeKind.FRAGMENT) if len(f.source_ids) > 1).source_ids[-1]
+    mem.forget([victim], namespace="u")
+    st = mem._states["u"]
+    assert st.build_index() is not before
+    mem.add_messages(msgs[40:50], namespace="u")
+    _assert_index_matches_graph(mem._states["u"])
+    kept = mem._states["u"].build_index()
+    with mem.edit("u") as g:
+        g.get(g.nodes(NodeKind.SUBTOPIC)[0].id).label = "renamed by hand"
+    assert mem._states["u"].build_index() is not kept
+    mem.add_messages(msgs[50:], namespace="u")
+    _assert_index_matches_graph(mem._states["u"])
+
+
+def test_a_kept_state_and_a_reopened_one_build_the_same_graph(tmp_path):
+    """The incremental views never hold anything that a reopened store (built from the graph) lacks."""
+    msgs = chat(120, seed=11)
+    kept = MnemisMemory(tmp_path / "kept.db", embedder=HashingEmbedder(), config=tight())
+    path = tmp_path / "reopened.db"
+    for i in range(0, len(msgs), 10):
+        kept.add_messages(msgs[i : i + 10], namespace="u")
+        with MnemisMemory(path, embedder=HashingEmbedder(), config=tight()) as mem:
+            mem.add_messages(msgs[i : i + 10], namespace="u")
+    with MnemisMemory(path, embedder=HashingEmbedder(), config=tight()) as mem:
+        assert canonical(mem.graph("u")) == canonical(kept.graph("u"))
+    kept.close()
+
+
+# ------------------------------------------------------------------ decisions
+
+
+@pytest.mark.parametrize("config", [recipes.DEFAULT, tight()], ids=["default", "small-parents"])
+def test_narrow_candidate_searches_decide_as_a_scan_of_every_candidate(monkeypatch, config):
+    """Widening makes the first candidate counts irrelevant: one candidate at first, or every
+    node of the namespace at once (a full scan, as the builder did before), give the same graph."""
+    msgs = chat(200, seed=3)
+
+    def build(first: int) -> tuple:
+        monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", first)
+        monkeypatch.setattr(pipeline, "UPDATE_MESSAGES", first)
+        mem = MnemisMemory(embedder=HashingEmbedder(), config=config)
+        for i in range(0, len(msgs), 9):
+            mem.add_messages(msgs[i : i + 9], namespace="u")
+        return canonical(mem.graph("u"))
+
+    monkeypatch.setattr(pipeline, "PLACE_MAX_CANDIDATES", 10**9)
+    monkeypatch.setattr(pipeline, "UPDATE_MAX_MESSAGES", 10**9)
+    narrow, full = build(1), build(10**9)
+    assert narrow == full
+    kinds = {e[2] for e in full[1]}
+    assert {EdgeKind.UPDATES.value, EdgeKind.REFERENCES.value} <= kinds
+
+
+def test_one_message_at_a_time_builds_what_one_batch_builds():
+    """Where the builder gave the same graph batch by batch as in one batch, it still does (a
+    long chat need not: a segment may end differently when the next message is not there yet)."""
+    one = MnemisMemory(embedder=HashingEmbedder())
+    one.add_messages(WEEKS, namespace="u")
+    many = MnemisMemory(embedder=HashingEmbedder())
+    for m in WEEKS:
+        many.add_messages([m], namespace="u")
+    assert canonical(one.graph("u")) == canonical(many.graph("u"))
+    assert any(e.kind == EdgeKind.UPDATES for e in many.graph("u").edges())
