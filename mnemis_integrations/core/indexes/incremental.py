@@ -235,3 +235,57 @@ class BuildIndex:
         self.n_messages += len(messages)
         if self._speakers is not None:
             self._speakers.update(m.speaker.lower() for m in messages)
+
+    # ------------------------------------------------------------------ forgetting
+    def before_forget(self, st: NamespaceState, fragment_ids) -> dict[str, tuple[TimeKey, list[str]]]:
+        """What the index holds about fragments a forget is about to change: their mention keys."""
+        if not self._built or not self.matches(st):
+            return {}
+        g = st.graph
+        return {f: (time_key(g.get(f).created_at, f), st.mentioned_ids(f)) for f in fragment_ids}
+
+    def forgotten(self, st: NamespaceState, messages, before: dict[str, tuple[TimeKey, list[str]]],
+                  renamed: dict[str, str], removed_entities, reactivated) -> None:
+        """Follow a forget instead of rebuilding: ``messages`` left the state; the fragments in
+        ``before`` (ids as they were) changed, were renamed (``renamed``) or went; entities went."""
+        if not self._built or not before:
+            return  # nothing built to follow: the next use builds it from the state
+        g = st.graph
+        gone_ids = {m.id for m in messages}
+        for mid in gone_ids:
+            self._extra_holders.pop(mid, None)
+        if self._speakers is not None:
+            self._speakers.subtract(m.speaker.lower() for m in messages)
+            self._speakers += Counter()  # drop names no message says any more
+        for old, (key, eids) in before.items():
+            for eid in eids:
+                keys = self._mentions.get(eid)
+                if keys is not None:
+                    i = bisect.bisect_left(keys, key)
+                    if i < len(keys) and keys[i] == key:
+                        del keys[i]
+            self.active.discard(old)
+            was = self._tail_key.pop(old, None)  # a timeline entry no longer in _tail_key is dropped when met
+            new = renamed.get(old, old)
+            if not g.has(new):
+                self.fragments -= 1
+                continue
+            node = g.get(new)
+            now = time_key(node.created_at, new)
+            for eid in st.mentioned_ids(new):
+                bisect.insort(self._mentions.setdefault(eid, []), now)
+            if node.status == Status.ACTIVE:
+                self.active.add(new)
+            if _is_open(node):
+                self._tail_key[new] = time_key(node.event_time, new)
+                if self._tail_key[new] != was:
+                    bisect.insort(self._timeline, self._tail_key[new])
+            if new != old:
+                for mid in node.source_ids:
+                    holders = self._extra_holders.get(mid)
+                    if holders:
+                        self._extra_holders[mid] = [new if h == old else h for h in holders]
+        for eid in removed_entities:
+            self._mentions.pop(eid, None)
+        self.status_changed(st, reactivated)
+        self.settle(st)

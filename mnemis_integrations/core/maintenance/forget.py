@@ -28,7 +28,6 @@ from ..builder.summarise import fragment_label, headline, keywords_for, summary_
 from ..config import BuildConfig
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
-from ..retrieval.cache import fragment_count
 from ..state import NamespaceState
 from ..text import content_words
 from .compaction import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview, refresh_overview
@@ -66,8 +65,13 @@ def forget_messages(
     """
     g = st.graph
     drop = set(gone)
-    texts = [st.messages[m].text for m in gone]
+    messages = [st.messages[m] for m in gone]
+    texts = [m.text for m in messages]
     holders = _holders(st, gone)
+    index = st.build_index()
+    before = index.before_forget(st, holders)
+    n_fragments = index.fragment_count(st)
+    reactivated: list[str] = []
     old_tokens = {f: _tokens(st, f) for f in holders}
     entities = {e.dst for f in holders for e in g.out_edges(f, EdgeKind.MENTIONS)}
     parents: set[str] = set()
@@ -86,13 +90,13 @@ def forget_messages(
     for fid in sorted(holders, key=lambda f: is_overview(g.get(f))):  # originals before their overviews
         node = g.get(fid)
         if not node.source_ids:
-            parents.update(_remove_fragment(st, fid))
+            parents.update(_remove_fragment(st, fid, reactivated))
         elif is_overview(node):
             refresh_overview(g, node)
         else:
-            _rederive_fragment(st, node, cfg)
+            _rederive_fragment(st, node, cfg, n_fragments)
     _drop_relations_from(st, texts)
-    _drop_unmentioned_entities(st, entities)
+    removed_entities = _drop_unmentioned_entities(st, entities)
     for fid in holders:
         if g.has(fid):
             st.df.update(_tokens(st, fid))
@@ -101,6 +105,7 @@ def forget_messages(
             del st.df[t]
     renamed = _rename_ids_made_from(st, {f for f in holders if g.has(f)} | {p for p in parents if g.has(p)}, drop)
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
+    index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
     relabel(st, alive)
     _refresh_archives(g, alive)
     st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
@@ -134,7 +139,7 @@ def _holders(st: NamespaceState, gone: list[str]) -> set[str]:
     return out
 
 
-def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig) -> None:
+def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragments: int) -> None:
     g = st.graph
     msgs = st.fragment_messages(frag.id)
     mentioned = _mentioned_entities(st, msgs)
@@ -143,7 +148,7 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig) -> None
             g.remove_edge(e.src, e.dst, EdgeKind.MENTIONS)
     frag.created_at = msgs[0].timestamp or frag.created_at
     frag.event_time = msgs[-1].timestamp or frag.event_time
-    frag.keywords = keywords_for([m.text for m in msgs], st.df, fragment_count(st), cfg.keywords_per_fragment)
+    frag.keywords = keywords_for([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
     labels = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
     frag.summary = summary_line(msgs, labels, frag.keywords)
     if "headline" in frag.properties:
@@ -163,7 +168,7 @@ def _mentioned_entities(st: NamespaceState, msgs: list[Message]) -> set[str]:
     return out
 
 
-def _remove_fragment(st: NamespaceState, fid: str) -> set[str]:
+def _remove_fragment(st: NamespaceState, fid: str, reactivated: list[str]) -> set[str]:
     """Remove an emptied fragment; a fact it had superseded is current again if nothing else
     supersedes it; parents left empty go too. Returns the ids of the parents that remain."""
     g = st.graph
@@ -183,6 +188,7 @@ def _remove_fragment(st: NamespaceState, fid: str) -> set[str]:
             o.valid_until = None
             if o.status == Status.SUPERSEDED:
                 o.status = Status.ACTIVE
+                reactivated.append(old)
     remaining = set()
     for pid in ancestors:
         if not g.has(pid):
@@ -207,13 +213,16 @@ def _drop_relations_from(st: NamespaceState, texts: list[str]) -> None:
                 g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
 
 
-def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> None:
+def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list[str]:
     g, key = st.graph, EdgeKind.MENTIONS.value
+    removed = []
     for eid in candidates:
         # stop at the first mention: a speaker's entity is mentioned by most fragments
         if g.has(eid) and not any(key in keyed for keyed in g.g._pred[eid].values()):
             g.remove_node(eid)
             st.entities.remove_node(eid)
+            removed.append(eid)
+    return removed
 
 
 def _rename_ids_made_from(st: NamespaceState, candidates: set[str], gone: set[str]) -> dict[str, str]:
