@@ -198,6 +198,14 @@ def test_the_build_index_follows_a_forget_and_is_rebuilt_after_an_edit():
         st = mem._states["u"]
         assert st.build_index() is before  # followed, not built again from the whole graph
         _assert_index_matches_graph(st)
+    # a reopened copy (its index not built yet) builds it once, then follows it
+    mem2 = MnemisMemory(embedder=HashingEmbedder())
+    mem2.add_messages(msgs[:40], namespace="u")
+    mem2._states["u"].__dict__.pop("_build_index", None)
+    first = mem2._states["u"].build_index()
+    mem2.forget([frags[3].source_ids[-1]], namespace="u")
+    assert mem2._states["u"].build_index() is first and first.matches(mem2._states["u"])
+    _assert_index_matches_graph(mem2._states["u"])
     mem.add_messages(msgs[40:50], namespace="u")
     _assert_index_matches_graph(mem._states["u"])
     kept = mem._states["u"].build_index()

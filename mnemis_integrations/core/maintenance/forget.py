@@ -69,8 +69,8 @@ def forget_messages(
     texts = [m.text for m in messages]
     holders = _holders(st, gone)
     index = st.build_index()
+    n_fragments = index.fragment_count(st)  # builds it first if it is not built yet: then it is followed
     before = index.before_forget(st, holders)
-    n_fragments = index.fragment_count(st)
     reactivated: list[str] = []
     old_tokens = {f: _tokens(st, f) for f in holders}
     entities = {e.dst for f in holders for e in g.out_edges(f, EdgeKind.MENTIONS)}
