@@ -16,10 +16,10 @@ from ...errors import ConfigError
 from ..config import RelationConfig
 from ..model import EdgeKind, NodeKind
 from ..state import NamespaceState
-from ..text import has_cjk, normalise_name
+from ..text import content_words, has_cjk, normalise_name
 from .cache import fragment_count, is_large, memo
 
-__all__ = ["DECAYS", "RelationResult", "decay", "relation_path"]
+__all__ = ["DECAYS", "RelationResult", "decay", "grade_by_match", "relation_path", "semantic_match", "term_match"]
 
 
 def _inverse(d: int) -> float:
@@ -191,3 +191,56 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
         top = f(1) * len(seeds)
         scores = {k: min(1.0, v / top) for k, v in scores.items()}
     return RelationResult(seeds, scores, dist, len(found), tuple(common))
+
+
+def _node_words(st: NamespaceState, nid: str) -> frozenset[str]:
+    node = st.graph.get(nid)
+    if node.kind == NodeKind.FRAGMENT:
+        text = " ".join(m.text for m in st.fragment_messages(nid))
+    else:
+        text = f"{node.label} {node.summary}"
+    return frozenset(content_words(text))
+
+
+def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, float]:
+    """Node id -> share of the query's content words its text holds (a fragment: its messages;
+    a subtopic or concept: its label and summary). On a large graph each node's words are
+    tokenised once per write version."""
+    words = set(content_words(query))
+    if not words:
+        return dict.fromkeys(ids, 0.0)
+    table: dict[str, frozenset[str]] = memo(st, "node_words", None, dict) if is_large(st) else {}
+    out = {}
+    for nid in ids:
+        held = table.get(nid)
+        if held is None:
+            held = table[nid] = _node_words(st, nid)
+        out[nid] = round(len(words & held) / len(words), 6)
+    return out
+
+
+def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: float) -> dict[str, float]:
+    """Scale each relation score by ``(1 - weight) + weight * match`` (match in [0, 1]).
+
+    Hop distance alone scores every node around an entity alike; this grades them by how well
+    they match the query, so only truly equal nodes tie.
+
+    >>> grade_by_match({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 0.0}, 0.5)
+    {'a': 0.5, 'b': 0.25}
+    """
+    if weight <= 0:
+        return dict(scores)
+    return {k: v * ((1 - weight) + weight * min(1.0, max(0.0, match.get(k, 0.0)))) for k, v in scores.items()}
+
+
+def semantic_match(raw: dict[str, float], ids: Iterable[str]) -> dict[str, float]:
+    """Node id -> its raw similarity min-max scaled over ``ids`` (1: the best of them; all 1 when equal).
+
+    >>> semantic_match({"a": 0.8, "b": 0.9, "c": 0.85}, ["a", "b"])
+    {'a': 0.0, 'b': 1.0}
+    """
+    vals = {i: raw[i] for i in ids if i in raw}
+    if not vals:
+        return {}
+    lo, hi = min(vals.values()), max(vals.values())
+    return {i: (v - lo) / (hi - lo) if hi > lo else 1.0 for i, v in vals.items()}

@@ -15,7 +15,7 @@ from ..state import NamespaceState
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
-from .relation import relation_path
+from .relation import grade_by_match, relation_path, semantic_match, term_match
 from .render import render
 from .results import MemoryHit, Via
 from .semantic import semantic_path
@@ -105,6 +105,12 @@ def dual_path_search(
     rel = relation_path(st, query, config.relation, allowed)
     sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores)
 
+    if config.relation.match_weight > 0 and rel.scores:
+        if config.relation.match_by == "terms":
+            match = term_match(st, query, rel.scores)
+        else:
+            match = semantic_match(sem.raw, rel.scores)
+        rel.scores = grade_by_match(rel.scores, match, config.relation.match_weight)
     norm = normaliser(config.fusion.normaliser)
     sem_n = norm(sem.scores)
     rel_n = rel.scores if config.relation.scale == "absolute" else norm(rel.scores)
@@ -152,10 +158,18 @@ def dual_path_search(
                     successors[nid] = succ
     ranked, moved = place_successors(ranked, successors)
 
+    # A successor placed before the hit it replaces is shown with that hit: it takes the hit's score
+    # when its own is lower. Otherwise one weak successor near the top capped every score below it
+    # (scores stay non-increasing), and the top hits of many evolution questions all read the same.
+    shown_score = [float(fused.get(nid, 0.0)) for nid in ranked]
+    for i in range(len(ranked) - 2, -1, -1):
+        if ranked[i] in moved and shown_score[i] < shown_score[i + 1]:
+            shown_score[i] = shown_score[i + 1]
+
     named = _named_speakers(st, query)
     hits: list[MemoryHit] = []
     prev_score = None
-    for nid in ranked:
+    for nid, score in zip(ranked, shown_score, strict=True):
         node = st.node(nid)
         via = []
         if nid in sem.scores and nid not in sem.expanded:
@@ -170,7 +184,6 @@ def dual_path_search(
             via.append(Via.SUPPLEMENT)
         if nid in moved:
             via.append(Via.SUCCESSOR)
-        score = float(fused.get(nid, 0.0))
         if prev_score is not None and score > prev_score:
             score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
         prev_score = score
