@@ -14,37 +14,13 @@ import os
 
 import pytest
 from _over_time import WEEKS
+from _backends import open_memory
 
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 
 SECRET_WORD = "zebra"
 SECRET_ID = "m12"  # the WEEKS message that holds "zebra-7731"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        yield str(tmp_path / "erase.db")
-        return
-    url = os.environ.get("MNEMIS_FALKORDB_URL")
-    if not url:
-        pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
-    _wipe(url)
-    yield url
-    _wipe(url)
-
-
-def _wipe(url: str) -> None:
-    with _open(url) as mem:
-        for ns in mem.namespaces():
-            mem.delete_namespace(ns)
-
-
-def _open(db: str) -> MnemisMemory:
-    if db.startswith("falkordb://"):
-        return MnemisMemory(backend=db, embedder=HashingEmbedder())
-    return MnemisMemory(path=db, embedder=HashingEmbedder())
 
 
 def _raw(db: str) -> bytes:
@@ -72,7 +48,7 @@ ERASERS = {
 
 @pytest.mark.parametrize("erase", sorted(ERASERS))
 def test_a_stale_object_neither_serves_nor_writes_back_erased_text(db, erase):
-    r, w = _open(db), _open(db)
+    r, w = open_memory(db), open_memory(db)
     w.add_messages(WEEKS, namespace="u1")
     assert SECRET_WORD in _everything_shown(r, "vault code zebra")  # r holds the namespace
     ERASERS[erase](w)
@@ -83,7 +59,7 @@ def test_a_stale_object_neither_serves_nor_writes_back_erased_text(db, erase):
             r.messages("u1")
     r.add_messages([{"id": "n1", "speaker": "ann", "text": "a brand new start", "timestamp": "2025-06-01T09:00:00"}],
                    namespace="u1")
-    with _open(db) as fresh:
+    with open_memory(db) as fresh:
         assert [m.id for m in fresh.messages("u1")] == ["n1"]
         assert SECRET_WORD not in " ".join(n.label + n.summary for n in fresh.graph("u1").nodes()).lower()
     assert [m.id for m in r.messages("u1")] == ["n1"]
@@ -94,7 +70,7 @@ def test_a_stale_object_neither_serves_nor_writes_back_erased_text(db, erase):
 
 
 def test_a_stale_object_follows_a_namespace_deleted_and_made_again(db):
-    r, w = _open(db), _open(db)
+    r, w = open_memory(db), open_memory(db)
     w.add_messages(WEEKS, namespace="u1")
     assert SECRET_WORD in _everything_shown(r, "vault code zebra")
     w.delete_namespace("u1")
@@ -104,14 +80,14 @@ def test_a_stale_object_follows_a_namespace_deleted_and_made_again(db):
     assert {m.id for m in r.messages("u1")} == {m["id"] for m in WEEKS[:6]}
     r.add_messages([{"id": "n1", "speaker": "ann", "text": "one more", "timestamp": "2025-06-01T09:00:00"}],
                    namespace="u1")
-    with _open(db) as fresh:
+    with open_memory(db) as fresh:
         assert {m.id for m in fresh.messages("u1")} == {m["id"] for m in WEEKS[:6]} | {"n1"}
     r.close()
     w.close()
 
 
 def test_no_hit_path_or_label_shows_a_forgotten_word(db):
-    r, w = _open(db), _open(db)
+    r, w = open_memory(db), open_memory(db)
     w.add_messages(WEEKS, namespace="u1")
     assert SECRET_WORD in _everything_shown(r, "vault code zebra")
     assert SECRET_WORD in _everything_shown(w, "vault code zebra")

@@ -13,43 +13,18 @@ race against a writer process.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import _crash_worker as worker
 import pytest
+from _backends import open_memory
 
-from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.model import NodeKind
 
 WORKER = str(Path(worker.__file__).resolve())
 NS = "race"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        yield str(tmp_path / "race.db")
-        return
-    url = os.environ.get("MNEMIS_FALKORDB_URL")
-    if not url:
-        pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
-    with _open(url) as mem:
-        for ns in mem.namespaces():
-            mem.delete_namespace(ns)
-    yield url
-    with _open(url) as mem:
-        for ns in mem.namespaces():
-            mem.delete_namespace(ns)
-
-
-def _open(db: str) -> MnemisMemory:
-    if db.startswith("falkordb://"):
-        return MnemisMemory(backend=db, embedder=HashingEmbedder())
-    return MnemisMemory(path=db, embedder=HashingEmbedder())
 
 
 def _own_messages(n: int) -> list[dict]:
@@ -71,7 +46,7 @@ OPERATIONS = {
 
 
 def _check_nothing_lost(db: str, expected: set[str], forgotten: set[str]) -> None:
-    with _open(db) as mem:
+    with open_memory(db) as mem:
         stored = {m.id for m in mem.messages(NS)}
         cited = {m for f in mem.graph(NS).nodes(NodeKind.FRAGMENT) for m in f.source_ids}
     assert expected - stored == set(), "acknowledged messages lost"
@@ -81,7 +56,7 @@ def _check_nothing_lost(db: str, expected: set[str], forgotten: set[str]) -> Non
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
 def test_a_batch_landing_between_an_operations_read_and_write_is_kept(db, operation):
-    a, b = _open(db), _open(db)
+    a, b = open_memory(db), open_memory(db)
     a.add_messages(_own_messages(8), namespace=NS)
     a.search("garden budget", namespace=NS)  # a's copy is loaded
     store = a._store
@@ -106,7 +81,7 @@ def test_a_batch_landing_between_an_operations_read_and_write_is_kept(db, operat
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
 def test_a_writer_process_racing_an_operation_loses_nothing(db, operation):
-    mem = _open(db)
+    mem = open_memory(db)
     mem.add_messages(_own_messages(8), namespace=NS)
     n_batches = 8
     proc = subprocess.Popen([sys.executable, WORKER, db, NS, "0", "2", str(n_batches), "11"],

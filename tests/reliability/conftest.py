@@ -1,0 +1,29 @@
+"""Shared by the reliability tests that run one body on SQLite and on FalkorDB."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from _backends import open_memory
+
+
+def _wipe(url: str) -> None:
+    with open_memory(url) as mem:
+        for ns in mem.namespaces():
+            mem.delete_namespace(ns)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])])
+def db(request, tmp_path):
+    """A fresh SQLite file, then the FalkorDB server .ci/run starts (skipped without one)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "mem.db")
+        return
+    url = os.environ.get("MNEMIS_FALKORDB_URL")
+    if not url:
+        pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
+    _wipe(url)
+    yield url
+    _wipe(url)
