@@ -238,6 +238,8 @@ def _pct(xs: list[float], p: float) -> float:
 
 def falkordb_part(url: str, syn: Synthetic, st: NamespaceState, dim: int, n_queries: int) -> dict:
     """Write the memory to FalkorDB, reload it into a fresh MnemisMemory, and time queries on it."""
+    from mnemis_integrations.core.graph import GraphChanges
+    from mnemis_integrations.core.storage.base import Delta
     from mnemis_integrations.core.storage.falkordb import FalkorDBStore
 
     store = FalkorDBStore(url)
@@ -245,7 +247,8 @@ def falkordb_part(url: str, syn: Synthetic, st: NamespaceState, dim: int, n_quer
     t = time.perf_counter()
     store.set_meta("embedder_id", syn.embedder.id)
     store.set_meta("dim", str(dim))
-    store.replace(NS, syn.messages, syn.vectors, st.graph.to_data())
+    graph = GraphChanges(nodes=st.graph.nodes(), edges=st.graph.edges())
+    store.write(NS, Delta(graph, list(syn.messages), syn.vectors), expected_version=0)
     write_s = time.perf_counter() - t
     mem = MnemisMemory(embedder=syn.embedder)
     mem._store = store  # until MnemisMemory(backend="falkordb://...") is wired in the engine
