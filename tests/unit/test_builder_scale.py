@@ -166,7 +166,7 @@ def _assert_index_matches_graph(st):
     assert idx.counts(st, list(counts)) == counts
     fresh = _fresh_view(st)
     for eid in counts:
-        assert idx.mentioned_by(st, eid, 10**6) == fresh.mentioned_by(st, eid, 10**6)
+        assert idx.references(st, {eid}, 10**6) == fresh.references(st, {eid}, 10**6)
     assert idx.speakers(st) == fresh.speakers(st)
     for m in st.messages:
         assert sorted(idx.holders(st, m)) == sorted(f.id for f in frags if m in f.source_ids)

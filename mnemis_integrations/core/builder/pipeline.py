@@ -38,18 +38,17 @@ from .summarise import fragment_label, headline, keywords_for, summary_line
 __all__ = ["BuildReport", "OfflineBuilder"]
 
 # Every lookup a new fragment makes is bounded, whatever the size of the namespace: it asks a
-# nearest-neighbour search (or a per-entity list) for a few candidates instead of scanning every
-# node. Placement and update linking widen their candidates (x4) only while a candidate not yet
-# seen could still change the decision, so they decide as a scan of the whole namespace would,
-# up to the caps below (measured: the caps are never reached on LoCoMo or the scenario suite).
+# nearest-neighbour search for a few candidates, or the build index's per-entity sets, instead of
+# scanning every node. Placement and update linking widen their candidates (x4) only while a
+# candidate not yet seen could still change the decision, so they decide as a scan of the whole
+# namespace would, up to the caps below (never reached on LoCoMo or the scenario suite; on 20k
+# cycled LoCoMo turns, i.e. every conversation 7 times over, placement met its cap 30 times).
 PLACE_CANDIDATES = 32  # nearest subtopics (concepts) first offered to choose_parent: parents are few
 # and rarely full, so the nearest non-full one above the threshold is almost always among them
 PLACE_MAX_CANDIDATES = 512  # past this many full parents above the threshold, a new parent is founded
 UPDATE_MESSAGES = 64  # nearest earlier messages per change-announcing message whose fragments are
 # scored for supersession: a reversal restates its target, whose message ranks near the top
 UPDATE_MAX_MESSAGES = 1024  # widening stops here: fragments only reached past it are not scored
-REFERENCE_CANDIDATES = 256  # latest fragments per distinctive entity scored for `references`: with
-# fewer mentions than this (every entity of LoCoMo and the scenarios) all of them are scored
 _EPS = 1e-4  # faiss and numpy may round a cosine differently: the bounds keep this much slack
 
 
@@ -434,12 +433,8 @@ class OfflineBuilder:
 
     def _link_references(self, st: NamespaceState, frag: Node) -> None:
         """``references`` edges to the earlier fragments (in other subtopics) sharing the most
-        distinctive entities with this one, ties by id, as :func:`pick_references` ranks them.
-
-        The candidates are, per distinctive entity, its latest ``REFERENCE_CANDIDATES`` mentions,
-        and a candidate's shared entities are counted on those lists (it is on one list per
-        entity it shares): all of its mentions while no entity has more.
-        """
+        distinctive entities with this one, ties by id, as :func:`pick_references` ranks them
+        (the build index counts the shared entities on its mention sets, not fragment by fragment)."""
         if self.cfg.references_per_fragment <= 0:
             return
         g = st.graph
@@ -447,16 +442,10 @@ class OfflineBuilder:
         mine = self._distinctive(st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), idx.fragment_count(st))
         if not mine:
             return
-        shared: Counter = Counter()
-        for eid in mine:
-            shared.update(idx.mentioned_by(st, eid, REFERENCE_CANDIDATES + 1))  # + 1: this fragment is one
         parent = st.parent_id(frag.id)
-        picked: list[str] = []
-        for fid, _ in sorted(shared.items(), key=lambda x: (-x[1], x[0])):
-            if fid == frag.id or (parent is not None and st.parent_id(fid) == parent):
-                continue
-            picked.append(fid)
-            if len(picked) == self.cfg.references_per_fragment:
-                break
-        for other in picked:
+
+        def skip(fid: str) -> bool:
+            return fid == frag.id or (parent is not None and st.parent_id(fid) == parent)
+
+        for other in idx.references(st, mine, self.cfg.references_per_fragment, skip):
             g.add_edge(Edge(frag.id, other, EdgeKind.REFERENCES, created_at=frag.created_at))

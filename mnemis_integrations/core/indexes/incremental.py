@@ -12,7 +12,9 @@ a hand edit or maintenance (they derive the state's indexes again, replacing the
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ..model import EdgeKind, Node, NodeKind, Status
@@ -58,7 +60,7 @@ class BuildIndex:
         >>> st.graph.add_node(Node("e", NodeKind.ENTITY, "Ann", "u"))
         >>> st.graph.add_edge(Edge("f1", "e", EdgeKind.MENTIONS))
         >>> idx = st.build_index()
-        >>> idx.open_tail(st).id, idx.fragment_count(st), idx.mention_count(st, "e"), idx.mentioned_by(st, "e", 5)
+        >>> idx.open_tail(st).id, idx.fragment_count(st), idx.mention_count(st, "e"), idx.references(st, {"e"}, 3)
         ('f2', 2, 1, ['f1'])
     """
 
@@ -100,7 +102,9 @@ class BuildIndex:
         self.fragments = 0
         self.active: set[str] = set()
         self._extra_holders: dict[str, list[str]] = {}
-        self._mentions: dict[str, list[TimeKey]] = {}
+        # entity id -> the nodes mentioning it, as a set and as a list sorted by id
+        self._mentions: dict[str, set[str]] = {}
+        self._mention_order: dict[str, list[str]] = {}
         for n in g.nodes():
             if n.kind == NodeKind.FRAGMENT:
                 self.fragments += 1
@@ -114,7 +118,8 @@ class BuildIndex:
             elif n.kind == NodeKind.ENTITY:
                 # what st.entity_fragment_counts counts: every `mentions` edge into the entity
                 srcs = [e.src for e in g.in_edges(n.id, EdgeKind.MENTIONS)]
-                self._mentions[n.id] = sorted(time_key(g.get(s).created_at, s) for s in srcs)
+                self._mentions[n.id] = set(srcs)
+                self._mention_order[n.id] = sorted(srcs)
         self._timeline.sort()
         self._tail_key = {k[2]: k for k in self._timeline}
         # Placement asks for the nearest subtopics / concepts without ranking every fragment.
@@ -210,18 +215,63 @@ class BuildIndex:
         self.ready(st)
         return {e: len(self._mentions[e]) for e in entity_ids if e in self._mentions}
 
-    def mentioned_by(self, st: NamespaceState, eid: str, latest: int) -> list[str]:
-        """The ``latest`` nodes (by creation time, then id) that mention ``eid``, latest last."""
+    def references(
+        self, st: NamespaceState, entity_ids: Iterable[str], limit: int, skip: Callable[[str], bool] | None = None
+    ) -> list[str]:
+        """``pick_references(entity_ids, candidates, limit)`` over every node mentioning one of
+        ``entity_ids`` (those ``skip`` rejects left out): most entities shared first, ties by id.
+
+        Exact, at the cost of set intersections (in C) instead of a loop over every mention:
+        the nodes sharing two or more come from pairwise intersections, those sharing one from
+        the id-sorted lists, read from the start only until ``limit`` are found.
+        """
         self.ready(st)
-        keys = self._mentions.get(eid, [])
-        return [k[2] for k in keys[-latest:]] if latest > 0 else []
+        ents = sorted((e for e in set(entity_ids) if self._mentions.get(e)), key=lambda e: len(self._mentions[e]))
+        sets = [self._mentions[e] for e in ents]
+        multi: set[str] = set()
+        for i, a in enumerate(sets):
+            for b in sets[i + 1 :]:
+                multi |= a & b
+        picked: list[str] = []
+        if multi:
+            shared: Counter = Counter()
+            for a in sets:
+                shared.update(a & multi)
+            by_count: dict[int, list[str]] = {}
+            for node_id, c in shared.items():
+                by_count.setdefault(c, []).append(node_id)
+            for c in sorted(by_count, reverse=True):
+                for node_id in sorted(by_count[c]):
+                    if skip is None or not skip(node_id):
+                        picked.append(node_id)
+                        if len(picked) >= limit:
+                            return picked
+        for node_id in heapq.merge(*(self._mention_order[e] for e in ents)):
+            if len(picked) >= limit:
+                break
+            if node_id not in multi and (skip is None or not skip(node_id)):
+                picked.append(node_id)
+        return picked
 
     def mention_added(self, st: NamespaceState, src: Node, eid: str) -> None:
         """A new ``mentions`` edge ``src -> eid`` (not one that was there already)."""
         if not self._built:
             return
         if st.graph.get(eid).kind == NodeKind.ENTITY:
-            bisect.insort(self._mentions.setdefault(eid, []), time_key(src.created_at, src.id))
+            self._add_mention(eid, src.id)
+
+    def _add_mention(self, eid: str, node_id: str) -> None:
+        ids = self._mentions.setdefault(eid, set())
+        if node_id not in ids:
+            ids.add(node_id)
+            bisect.insort(self._mention_order.setdefault(eid, []), node_id)
+
+    def _drop_mention(self, eid: str, node_id: str) -> None:
+        ids = self._mentions.get(eid)
+        if ids is not None and node_id in ids:
+            ids.discard(node_id)
+            order = self._mention_order[eid]
+            del order[bisect.bisect_left(order, node_id)]
 
     # ------------------------------------------------------------------ speakers
     def speakers(self, st: NamespaceState) -> Counter:
@@ -237,14 +287,13 @@ class BuildIndex:
             self._speakers.update(m.speaker.lower() for m in messages)
 
     # ------------------------------------------------------------------ forgetting
-    def before_forget(self, st: NamespaceState, fragment_ids) -> dict[str, tuple[TimeKey, list[str]]]:
-        """What the index holds about fragments a forget is about to change: their mention keys."""
+    def before_forget(self, st: NamespaceState, fragment_ids) -> dict[str, list[str]]:
+        """What the index holds about fragments a forget is about to change: what they mention."""
         if not self._built or not self.matches(st):
             return {}
-        g = st.graph
-        return {f: (time_key(g.get(f).created_at, f), st.mentioned_ids(f)) for f in fragment_ids}
+        return {f: st.mentioned_ids(f) for f in fragment_ids}
 
-    def forgotten(self, st: NamespaceState, messages, before: dict[str, tuple[TimeKey, list[str]]],
+    def forgotten(self, st: NamespaceState, messages, before: dict[str, list[str]],
                   renamed: dict[str, str], removed_entities, reactivated) -> None:
         """Follow a forget instead of rebuilding: ``messages`` left the state; the fragments in
         ``before`` (ids as they were) changed, were renamed (``renamed``) or went; entities went."""
@@ -257,13 +306,9 @@ class BuildIndex:
         if self._speakers is not None:
             self._speakers.subtract(m.speaker.lower() for m in messages)
             self._speakers += Counter()  # drop names no message says any more
-        for old, (key, eids) in before.items():
+        for old, eids in before.items():
             for eid in eids:
-                keys = self._mentions.get(eid)
-                if keys is not None:
-                    i = bisect.bisect_left(keys, key)
-                    if i < len(keys) and keys[i] == key:
-                        del keys[i]
+                self._drop_mention(eid, old)
             self.active.discard(old)
             was = self._tail_key.pop(old, None)  # a timeline entry no longer in _tail_key is dropped when met
             new = renamed.get(old, old)
@@ -271,9 +316,9 @@ class BuildIndex:
                 self.fragments -= 1
                 continue
             node = g.get(new)
-            now = time_key(node.created_at, new)
             for eid in st.mentioned_ids(new):
-                bisect.insort(self._mentions.setdefault(eid, []), now)
+                if g.get(eid).kind == NodeKind.ENTITY:
+                    self._add_mention(eid, new)
             if node.status == Status.ACTIVE:
                 self.active.add(new)
             if _is_open(node):
@@ -287,5 +332,6 @@ class BuildIndex:
                         self._extra_holders[mid] = [new if h == old else h for h in holders]
         for eid in removed_entities:
             self._mentions.pop(eid, None)
+            self._mention_order.pop(eid, None)
         self.status_changed(st, reactivated)
         self.settle(st)
