@@ -67,9 +67,10 @@ def forget_messages(
     drop = set(gone)
     messages = [st.messages[m] for m in gone]
     texts = [m.text for m in messages]
-    holders = _holders(st, gone)
     index = st.build_index()
     n_fragments = index.fragment_count(st)  # builds it first if it is not built yet: then it is followed
+    # every fragment holding a forgotten message: its own, the overview that compacted it, its originals
+    holders = {f for m in gone for f in index.holders(st, m)}
     before = index.before_forget(st, holders)
     reactivated: list[str] = []
     old_tokens = {f: _tokens(st, f) for f in holders}
@@ -116,27 +117,6 @@ def forget_messages(
 
 def _tokens(st: NamespaceState, fid: str) -> set[str]:
     return set(content_words(" ".join(m.text for m in st.fragment_messages(fid))))
-
-
-def _holders(st: NamespaceState, gone: list[str]) -> set[str]:
-    """Every fragment holding one of ``gone``: its own, the overview that compacted it, and the
-    originals an overview stands for."""
-    g, out = st.graph, set()
-    for m in gone:
-        first = st.msg_fragment.get(m)
-        frontier = [first] if first is not None else []
-        while frontier:
-            fid = frontier.pop()
-            if fid in out or not g.has(fid):
-                continue
-            node = g.get(fid)
-            if m not in node.source_ids:
-                continue
-            out.add(fid)
-            if ARCHIVED_IN in node.properties:
-                frontier.append(node.properties[ARCHIVED_IN])
-            frontier.extend(node.properties.get(OVERVIEW_OF, []))
-    return out
 
 
 def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragments: int) -> None:
