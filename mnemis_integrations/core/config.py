@@ -51,6 +51,11 @@ class BuildConfig(_Frozen):
     update_threshold: float | None = Field(
         None, description="An earlier fragment this similar on a shared entity may be superseded; None: profile."
     )
+    update_min_score: float = Field(
+        -1.0,
+        description="A new message supersedes the fragment of its best-scoring earlier message at or above this "
+        "log-odds (builder/updates.py); higher: fewer, surer links. Chosen on the scenario suite's tune split.",
+    )
     max_subtopic_fragments: int = Field(12, ge=2, description="A full subtopic takes no more fragments.")
     max_concept_subtopics: int = Field(8, ge=2, description="A full concept takes no more subtopics.")
     summary_words: int = Field(18, ge=4, description="Extractive summaries are cut to this many words.")

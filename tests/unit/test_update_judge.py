@@ -1,0 +1,99 @@
+"""The offline update judge: which earlier message a new one replaces, and the links it makes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.builder.updates import FEATURES, WEIGHTS, Earlier, change_values, replaced
+from mnemis_integrations.core.config import MemoryConfig
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+def _msgs(texts: list[tuple[str, str]], gap_hours: float = 6.0) -> list[dict]:
+    """One message per entry, hours apart: a silence that long always starts a new fragment."""
+    return [{"id": f"m{i}", "speaker": who, "text": text, "timestamp": T0 + timedelta(hours=gap_hours * i)}
+            for i, (who, text) in enumerate(texts)]
+
+
+OFFSITE = [
+    ("ana", "The team offsite is booked at Lakeside Lodge for March 14, 40 people."),
+    ("ben", "I ordered new standing desks for the Berlin office."),
+    ("ana", "Reminder: quarterly tax filing is due on the 30th."),
+    ("ben", "The espresso machine in the kitchen is broken again."),
+    ("ana", "Update: the offsite moved from Lakeside Lodge to Hilltop Inn, March 21, 40 people."),
+]
+
+
+def _links(mem: MnemisMemory, ns: str = "u") -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
+    g = mem.graph(ns)
+    return {(tuple(g.get(e.src).source_ids), tuple(g.get(e.dst).source_ids)) for e in g.edges(EdgeKind.UPDATES)}
+
+
+def test_features_and_weights_line_up():
+    assert set(WEIGHTS) == set(FEATURES)
+
+
+def test_values_are_amounts_dates_weekdays_and_months():
+    assert change_values("moved to Tue 16th, £350, 45 people") == {"tue", "16", "£350", "45"}
+    assert change_values("开工改成22号，总共4.9万") == {"22号", "4.9万"}
+    assert change_values("see you soon") == set()
+
+
+def test_a_restated_value_outranks_an_unrelated_message():
+    old = Earlier("old", "The offsite is at Lakeside Lodge on March 14", "ana", 4, overlap=9.0, weight=12.0, cosine=0.91)
+    other = Earlier("other", "The espresso machine is broken", "ben", 1, overlap=0.0, weight=8.0, cosine=0.82)
+    ranked = replaced("Update: the offsite moved to Hilltop Inn, March 21", "ana", 14.0, [other, old])
+    assert [k for k, _ in ranked] == ["old", "other"]
+    assert ranked[0][1] > ranked[1][1]
+
+
+@pytest.mark.parametrize("one_at_a_time", [True, False], ids=["turn-by-turn", "one-batch"])
+def test_a_moved_date_supersedes_the_booking_and_nothing_else(one_at_a_time):
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    msgs = _msgs(OFFSITE)
+    for batch in ([[m] for m in msgs] if one_at_a_time else [msgs]):
+        mem.add_messages(batch, namespace="u")
+    assert _links(mem) == {(("m4",), ("m0",))}
+    g = mem.graph("u")
+    demoted = [f.source_ids for f in g.nodes(NodeKind.FRAGMENT) if f.status == Status.SUPERSEDED]
+    assert demoted == [["m0"]]
+
+
+def test_a_change_cue_about_something_else_demotes_nothing():
+    texts = OFFSITE[:4] + [("ben", "We switched the kitchen to oat milk instead of dairy.")]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    for m in _msgs(texts):
+        mem.add_messages([m], namespace="u")
+    assert _links(mem) == set()
+
+
+def test_a_change_inside_one_fragment_links_nothing():
+    """The old and new value in one fragment (minutes apart): no fragment can supersede itself, and
+    no other fragment is demoted in its place."""
+    texts = [("ana", "The garage quoted £640 for the clutch repair on the van."),
+             ("ana", "Sorry, misread the garage quote: the clutch repair on the van is £460, not £640.")]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    for m in _msgs(OFFSITE[1:4]) + _msgs(texts, gap_hours=0.02):
+        m = dict(m, id=f"{m['id']}-{m['text'][:3]}", timestamp=m["timestamp"] + timedelta(days=3)
+                 if "clutch" in m["text"] else m["timestamp"])
+        mem.add_messages([m], namespace="u")
+    g = mem.graph("u")
+    assert len(g.nodes(NodeKind.FRAGMENT)) == 4
+    assert _links(mem) == set()
+
+
+def test_the_minimum_score_sets_how_sure_a_link_must_be():
+    def links(min_score: float) -> set:
+        mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_min_score": min_score}))
+        for m in _msgs(OFFSITE):
+            mem.add_messages([m], namespace="u")
+        return _links(mem)
+
+    assert links(99.0) == set()
+    assert len(links(-99.0)) > len(links(MemoryConfig().build.update_min_score)) == 1
