@@ -48,9 +48,6 @@ class BuildConfig(_Frozen):
     concept_threshold: float | None = Field(
         None, description="A subtopic joins the nearest concept at or above this similarity; None: profile."
     )
-    update_threshold: float | None = Field(
-        None, description="An earlier fragment this similar on a shared entity may be superseded; None: profile."
-    )
     update_min_score: float = Field(
         -1.0,
         description="A new message supersedes the fragment of its best-scoring earlier message at or above this "

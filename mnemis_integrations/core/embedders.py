@@ -39,14 +39,12 @@ class EmbedderProfile:
         drift_threshold: the segmenter cuts when a message falls below this cosine to its segment.
         subtopic_threshold: a fragment joins a subtopic at or above this cosine.
         concept_threshold: a subtopic joins a concept at or above this cosine.
-        update_threshold: an earlier fragment this similar may be superseded by a new one.
     """
 
     semantic_threshold: float
     drift_threshold: float
     subtopic_threshold: float
     concept_threshold: float
-    update_threshold: float
 
 
 # multilingual-e5-small squeezes cosines into ~[0.7, 0.95]: unrelated pairs sit near 0.80,
@@ -56,7 +54,6 @@ E5_PROFILE = EmbedderProfile(
     drift_threshold=0.80,
     subtopic_threshold=0.86,
     concept_threshold=0.84,
-    update_threshold=0.87,
 )
 # Embedders whose cosines spread over [-1, 1] (OpenAI, most sentence-transformers): the design default 0.4.
 SPREAD_PROFILE = EmbedderProfile(
@@ -64,7 +61,6 @@ SPREAD_PROFILE = EmbedderProfile(
     drift_threshold=0.30,
     subtopic_threshold=0.55,
     concept_threshold=0.45,
-    update_threshold=0.65,
 )
 # The hashing toy: near-orthogonal unless words are shared.
 HASHING_PROFILE = EmbedderProfile(
@@ -72,7 +68,6 @@ HASHING_PROFILE = EmbedderProfile(
     drift_threshold=0.05,
     subtopic_threshold=0.25,
     concept_threshold=0.15,
-    update_threshold=0.30,
 )
 
 

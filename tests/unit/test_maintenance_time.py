@@ -2,11 +2,10 @@
 
 from datetime import datetime, timedelta, timezone
 
-import numpy as np
 import pytest
 from _over_time import WEEKS
 
-from mnemis_integrations.core.builder.link import has_change_cue, pick_superseded_many
+from mnemis_integrations.core.builder.link import has_change_cue
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.decay import half_life_weight
@@ -74,15 +73,6 @@ def test_change_cues_are_recognised(text):
 @pytest.mark.parametrize("text", ["Plan A looks good", "See you on Friday at noon", "周五一起吃午饭"])
 def test_ordinary_messages_carry_no_change_cue(text):
     assert not has_change_cue(text)
-
-
-def test_a_reversal_retires_every_near_equal_statement_of_the_old_state():
-    cue = np.array([[1.0, 0.0]])
-    close = ("close", np.array([[0.97, 0.24]]), set(), False)
-    closer = ("closer", np.array([[0.99, 0.14]]), set(), False)
-    far = ("far", np.array([[0.5, 0.87]]), set(), False)
-    assert pick_superseded_many(cue, set(), [far, close, closer], 0.9) == ["closer", "close"]
-    assert pick_superseded_many(cue, set(), [far], 0.9) == []
 
 
 def test_decay_is_off_by_default_and_halves_per_half_life():
