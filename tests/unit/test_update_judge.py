@@ -41,6 +41,7 @@ def test_features_and_weights_line_up():
 
 def test_values_are_amounts_dates_weekdays_and_months():
     assert change_values("moved to Tue 16th, £350, 45 people") == {"tue", "16", "£350", "45"}
+    assert change_values("my friend may come on Sunday") == {"sun"}  # "fri(end)", "may": words, not dates
     assert change_values("开工改成22号，总共4.9万") == {"22号", "4.9万"}
     assert change_values("see you soon") == set()
 
@@ -91,7 +92,7 @@ def test_a_change_inside_one_fragment_links_nothing():
 def test_the_minimum_score_sets_how_sure_a_link_must_be():
     def links(min_score: float) -> set:
         mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_min_score": min_score}))
-        for m in _msgs(OFFSITE):
+        for m in _msgs(OFFSITE + [("ben", "The espresso machine repair will cost $80, done by Friday.")]):
             mem.add_messages([m], namespace="u")
         return _links(mem)
 

