@@ -37,23 +37,31 @@ class EmbedderProfile:
     Attributes:
         semantic_threshold: path 1 keeps nodes at or above this cosine.
         drift_threshold: the segmenter cuts when a message falls below this cosine to its segment.
-        subtopic_threshold: a fragment joins a subtopic at or above this cosine.
-        concept_threshold: a subtopic joins a concept at or above this cosine.
+        subtopic_threshold: a fragment joins a subtopic at or above this cosine (centred, with
+            ``centred_placement``).
+        concept_threshold: a subtopic joins a concept at or above this cosine (likewise).
+        centred_placement: placement (and health's cohesion) compares vectors centred on the
+            namespace's mean message vector (``NamespaceState.centred``): for embedders that put
+            every text near one direction, where raw cosines cannot tell topics apart.
     """
 
     semantic_threshold: float
     drift_threshold: float
     subtopic_threshold: float
     concept_threshold: float
+    centred_placement: bool = False
 
 
 # multilingual-e5-small squeezes cosines into ~[0.7, 0.95]: unrelated pairs sit near 0.80,
 # topically related ones at 0.83+ and paraphrases at 0.9+. The design's 0.4 would keep everything.
+# Placement is centred there (raw, every subtopic of a conversation cleared 0.84 and the hierarchy
+# was one concept of time buckets); centred thresholds chosen on the scenario suite's tune split.
 E5_PROFILE = EmbedderProfile(
     semantic_threshold=0.78,
     drift_threshold=0.80,
-    subtopic_threshold=0.86,
-    concept_threshold=0.84,
+    subtopic_threshold=0.10,
+    concept_threshold=0.0,
+    centred_placement=True,
 )
 # Embedders whose cosines spread over [-1, 1] (OpenAI, most sentence-transformers): the design default 0.4.
 SPREAD_PROFILE = EmbedderProfile(

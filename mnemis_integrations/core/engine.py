@@ -524,10 +524,15 @@ class MnemisMemory:
         return self._apply(namespace, lambda st: uncompact_graph(st.graph, overview_ids))
 
     def _vectors_of(self, st: NamespaceState):
-        def get(ids: list[str]):
+        """Node vectors for health and rebalance, as placement compares them (its thresholds)."""
+        centred = self.profile.centred_placement
 
+        def get(ids: list[str]):
             ids = [i for i in ids if i in st.node_vectors]
-            return st.node_vectors.get_many(ids) if ids else np.zeros((0, st.dim), np.float32)
+            if not ids:
+                return np.zeros((0, st.dim), np.float32)
+            rows = st.node_vectors.get_many(ids)
+            return st.centred(rows) if centred else rows
 
         return get
 

