@@ -3,6 +3,7 @@ nearest-neighbour searches they use, the incremental views of the build index, a
 decisions they lead to (the same as scanning every candidate)."""
 
 import random
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -255,12 +256,16 @@ def test_narrow_candidate_searches_decide_as_a_scan_of_every_candidate(monkeypat
     assert {EdgeKind.UPDATES.value, EdgeKind.REFERENCES.value} <= kinds
 
 
-def test_one_message_at_a_time_builds_what_one_batch_builds():
+@pytest.mark.parametrize("centred", [False, True], ids=["raw", "centred"])
+def test_one_message_at_a_time_builds_what_one_batch_builds(centred):
     """Where the builder gave the same graph batch by batch as in one batch, it still does (a
-    long chat need not: a segment may end differently when the next message is not there yet)."""
-    one = MnemisMemory(embedder=HashingEmbedder())
+    long chat need not: a segment may end differently when the next message is not there yet).
+    Centred placement too: its centre is the mean of the messages up to the one being built."""
+    embedder = HashingEmbedder()
+    embedder.profile = replace(embedder.profile, centred_placement=centred)
+    one = MnemisMemory(embedder=embedder)
     one.add_messages(WEEKS, namespace="u")
-    many = MnemisMemory(embedder=HashingEmbedder())
+    many = MnemisMemory(embedder=embedder)
     for m in WEEKS:
         many.add_messages([m], namespace="u")
     assert canonical(one.graph("u")) == canonical(many.graph("u"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from _over_time import WEEKS
 from test_builder_scale import canonical, chat, tight
 
 from mnemis_integrations import MnemisMemory
@@ -49,16 +48,6 @@ def test_centred_placement_groups_by_topic_where_raw_groups_by_preamble():
     assert any(len(topics) > 1 for topics in _subtopics(raw))  # the shared preamble wins raw
     assert all(len(topics) == 1 for topics in _subtopics(centred))
     assert {t for topics in _subtopics(centred) for t in topics} == {"kitchen", "trip"}
-
-
-def test_one_batch_places_as_message_by_message_does():
-    """The centre is the mean of the messages up to the one being built, in a batch as in a stream."""
-    one = MnemisMemory(embedder=CentredHashing())
-    one.add_messages(WEEKS, namespace="u")
-    many = MnemisMemory(embedder=CentredHashing())
-    for m in WEEKS:
-        many.add_messages([m], namespace="u")
-    assert canonical(one.graph("u")) == canonical(many.graph("u"))
 
 
 def test_the_first_candidates_decide_as_a_scan_of_every_parent(monkeypatch):
