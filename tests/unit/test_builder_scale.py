@@ -145,6 +145,41 @@ def test_the_ann_sidecar_follows_rewrites_in_place():
     assert idx.top(q, 1)["k2"] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_removed_keys_stay_out_of_every_search_before_and_after_compaction(monkeypatch):
+    """Removal tombstones rows instead of compacting the flat storage each time: every search
+    (flat, filtered, grouped, ANN) answers as an index built from the live keys alone, and the
+    mean follows; past the tolerated count one compaction drops the tombstones."""
+    from mnemis_integrations.core.indexes import vector
+
+    monkeypatch.setattr(vector, "COMPACT_MIN", 20)
+    rng = np.random.default_rng(5)
+    live = {f"{'sf'[i % 2]}{i}": v for i, v in enumerate(_unit(rng.normal(size=(400, 8))))}
+    idx = VectorIndex(8)
+    idx.upsert(list(live), np.stack(list(live.values())))
+    idx.partition(lambda k: "s" if k[0] == "s" else None)
+    idx.ann_min = 1
+    compactions = []
+    monkeypatch.setattr(VectorIndex, "_compact", lambda self, real=VectorIndex._compact: (compactions.append(1), real(self)))
+    for step in range(12):
+        gone = list(live)[step::13][:9]
+        idx.remove(gone + gone[:1])  # a key given twice is removed once
+        for k in gone:
+            del live[k]
+        fresh = {f"n{step}-{j}": v for j, v in enumerate(_unit(rng.normal(size=(3, 8))))}
+        idx.upsert(list(fresh), np.stack(list(fresh.values())))
+        live |= fresh
+        q = _unit(rng.normal(size=(1, 8)))[0]
+        ref = VectorIndex.from_arrays(8, list(live), np.stack(list(live.values())))
+        assert list(idx.search(q, 15)) == list(ref.search(q, 15))
+        assert [k for k, _ in idx.nearest(q, 10, keep=lambda k: k[0] != "s")] == \
+            [k for k, _ in ref.nearest(q, 10, keep=lambda k: k[0] != "s")]
+        group = sorted((k for k in live if k[0] == "s"), key=lambda k: -float(live[k] @ q))[:5]
+        assert [k for k, _ in idx.nearest(q, 5, group="s")] == group
+        assert set(idx.top(q, 50)) <= set(live)
+        assert len(idx) == len(live) and np.allclose(idx.mean(), np.stack(list(live.values())).mean(axis=0), atol=1e-5)
+    assert compactions  # more than the tolerated tombstones accumulated at least once
+
+
 # ------------------------------------------------------------------ build index
 
 
