@@ -154,6 +154,7 @@ class FalkorDBStore:
         except Exception as e:  # redis.ConnectionError and friends
             raise StoreError(f"cannot reach FalkorDB at {url!r}: {e}") from e
         self._indexed: set[str] = set()
+        self._meta_known: dict[str, str] = {}  # meta values this object has seen stored
         if version is None:
             self.set_meta("format_version", FORMAT_VERSION)
         elif version == "1":
@@ -198,10 +199,16 @@ class FalkorDBStore:
         return sorted(n[len(_PREFIX):] for n in self._db.list_graphs() if n.startswith(_PREFIX))
 
     def version(self, namespace: str) -> int:
-        """The namespace's version (0 when absent)."""
-        if not self._exists(_PREFIX + namespace):
+        """The namespace's version (0 when absent). One round trip: asked before every call, so
+        no separate check that the graph exists (a query on a missing graph is an error)."""
+        from redis.exceptions import ResponseError
+
+        try:
+            rows = self._db.select_graph(_PREFIX + namespace).ro_query(_Q_VERSION).result_set
+        except ResponseError:
+            if self._exists(_PREFIX + namespace):
+                raise
             return 0
-        rows = self._db.select_graph(_PREFIX + namespace).ro_query(_Q_VERSION).result_set
         return int(rows[0][0]) if rows else 0
 
     # ----- reading -----
@@ -268,8 +275,10 @@ class FalkorDBStore:
             ConcurrentWriteError: another writer moved the namespace; the query wrote nothing.
         """
         for key, value in (meta or {}).items():
-            if self.get_meta(key) != value:
-                self.set_meta(key, value)
+            if self._meta_known.get(key) != value:  # checked once per store object, not per write
+                if self.get_meta(key) != value:
+                    self.set_meta(key, value)
+                self._meta_known[key] = value
         new = int(self._db.connection.incr(_SEQ_KEY))
         params = self._params(delta, new) | {"expected": expected_version, "new": new}
         if not self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]:
