@@ -6,7 +6,8 @@ import re
 from datetime import datetime
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "content_words", "format_date", "has_cjk", "lexical_terms", "normalise_name", "tokenize"]
+__all__ = ["STOPWORDS", "content_words", "format_date", "has_cjk", "jieba_tagger", "keyword_terms", "lexical_terms",
+           "normalise_name", "tokenize"]
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -43,6 +44,56 @@ def tokenize(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Tokens minus stopwords and one-letter words: what lexical matching and keywords use."""
     return [t for t in tokenize(text) if t not in STOPWORDS and (len(t) > 1 or _CJK.match(t))]
+
+
+# Words that name no topic, kept out of keywords (labels, headlines): common chat verbs and fillers.
+_NOT_TOPICS = frozenset(
+    "anyone everyone everywhere someone nothing sorry perfect cheaper better worse bigger smaller happy sad "
+    "agree agreed approve approves ask asked attach attached book booked bring bringing call called celebrate "
+    "change check checked come coming confirm confirms drop email emailed finish give go goes help hope leave "
+    "leaving look looking mean need needs plan put said say says see send sent start started take tell told "
+    "try tried want wants wait work works worth".split()
+)
+# Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
+_NOT_TOPICS_ZH = frozenset(
+    "我们 你们 他们 她们 咱们 大家 自己 这个 那个 这些 那些 什么 怎么 为什么 这样 那样 一下 一个 一些 一共 已经 "
+    "现在 然后 因为 所以 但是 如果 还是 就是 可以 可能 应该 需要 没有 不是 觉得 知道 时候 今天 明天 昨天 一起 还有 "
+    "这边 那边 问题 事情 东西 感觉 比较 非常 真的 其实 而且 或者 不过 只是 一直 开始 准备 决定 确认 好的".split()
+)
+# jieba parts of speech that name things: nouns, place and person names, other proper nouns, verbal
+# nouns ("装修"), English words inside Chinese text.
+_NOUN_TAGS = ("n", "vn", "eng")
+
+
+def keyword_terms(text: str) -> list[str]:
+    """The words a keyword, label or headline may use: English content words that are neither
+    numbers nor past forms nor chat verbs, and Chinese whole words (jieba) that are nouns, so a
+    label reads "kitchen & tiles" or "地板 & 地暖", never "approves" or a broken piece like "了浅".
+
+    >>> keyword_terms("Dana approved the 12-min talk: booked flights to Porto")
+    ['dana', 'talk', 'flights', 'porto']
+    >>> keyword_terms("那不铺实木了，改成SPC石塑地板")
+    ['spc', '实木', '石塑', '地板']
+    """
+    out = [t for t in (w.lower().replace("’", "'") for w in _WORD.findall(text))
+           if t not in STOPWORDS and t not in _NOT_TOPICS and len(t) > 1 and not any(c.isdigit() for c in t)
+           and not (t.endswith("ed") and len(t) > 4)]
+    if has_cjk(text):
+        out = [t for t in out if t.isascii()]
+        out += [w.word.lower() for w in jieba_tagger().cut(text)
+                if _CJK.match(w.word) and len(w.word) > 1 and w.flag.startswith(_NOUN_TAGS) and w.word not in _NOT_TOPICS_ZH]
+    return out
+
+
+@lru_cache(maxsize=1)
+def jieba_tagger():
+    import logging
+
+    import jieba
+    import jieba.posseg as pseg
+
+    jieba.setLogLevel(logging.WARNING)
+    return pseg
 
 
 def format_date(t: datetime | None) -> str:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
-from ..text import STOPWORDS, has_cjk, normalise_name
+from ..text import STOPWORDS, has_cjk, jieba_tagger, normalise_name
 
 __all__ = ["EntityMention", "extract_entities"]
 
@@ -49,17 +48,6 @@ class EntityMention(tuple):
     @property
     def name(self) -> str:
         return self[1]
-
-
-@lru_cache(maxsize=1)
-def _jieba_posseg():
-    import logging
-
-    import jieba
-    import jieba.posseg as pseg
-
-    jieba.setLogLevel(logging.WARNING)
-    return pseg
 
 
 def _strip_openers(words: list[str]) -> list[str]:
@@ -104,7 +92,7 @@ def _chinese_candidates(text: str) -> Iterable[str]:
             yield m.group(0)
     for m in _ZH_PLAN.finditer(text):
         yield m.group(0)
-    for w in _jieba_posseg().cut(text):
+    for w in jieba_tagger().cut(text):
         if w.flag in _ZH_NAME_TAGS and len(w.word) >= 2:
             yield w.word
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,7 +27,7 @@ from .abstract import Placement, ReviewHook, accept_all, choose_parent, label_fr
 from .entities import EntityMention, extract_entities
 from .link import relation_label
 from .segment import segment
-from .summarise import fragment_label, headline, keywords_for, summary_line
+from .summarise import TOPIC_WORDS, fragment_label, headline, keywords_for, summary_line, topic_words
 from .updates import POOL, Earlier, replaced
 
 __all__ = ["BuildReport", "OfflineBuilder"]
@@ -61,6 +62,11 @@ CURATED_NAMES = ("llm", "review")
 
 # Chat roles are not people: they would become entities mentioned by every fragment.
 _ROLE_NAMES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
+
+
+def _topic_words(node: Node) -> list[str]:
+    """What a fragment is about, for its parents' labels (its keywords when it was built without them)."""
+    return node.properties.get(TOPIC_WORDS) or node.keywords
 
 
 def _ts_key(m: Message):
@@ -183,6 +189,8 @@ class OfflineBuilder:
         st.df.update(tokens - old_tokens)
         n_frag = max(1, idx.fragment_count(st))
         frag.keywords = keywords_for([m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment)
+        frag.properties[TOPIC_WORDS] = topic_words([m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment)
+        g.touch(frag.id)
 
         # entities: speakers and named things
         ent_ids: list[str] = []
@@ -359,11 +367,11 @@ class OfflineBuilder:
             named = node.properties.get("named_by") in CURATED_NAMES
             if node.kind == NodeKind.CONCEPT:
                 if not named:
-                    kw_lists = [kw for s in kids for kw in [self._subtopic_keywords(st, s.id)]]
-                    node.label = label_from_keywords(kw_lists, top=1, exclude=lambda k: k in speakers).title()
+                    words = [self._ranked(st, s.id, _topic_words) for s in kids]
+                    node.label = label_from_keywords(words, top=1, exclude=lambda k: k in speakers).title()
             else:
                 if not named:
-                    node.label = label_from_keywords([f.keywords for f in kids], top=2, exclude=lambda k: k in speakers)
+                    node.label = label_from_keywords([_topic_words(f) for f in kids], top=2, exclude=lambda k: k in speakers)
                 node.keywords = self._subtopic_keywords(st, node.id)
                 node.summary = "; ".join(f.summary for f in kids[-3:])
             times = [k.event_time for k in kids if k.event_time]
@@ -375,9 +383,14 @@ class OfflineBuilder:
 
     @staticmethod
     def _subtopic_keywords(st: NamespaceState, sid: str) -> list[str]:
+        return OfflineBuilder._ranked(st, sid, lambda f: f.keywords)
+
+    @staticmethod
+    def _ranked(st: NamespaceState, sid: str, words_of: Callable[[Node], list[str]]) -> list[str]:
+        """The words of a subtopic's fragments (``words_of``), the most shared first (earlier ranks weigh more)."""
         c: Counter = Counter()
         for f in st.graph.children(sid):
-            for r, kw in enumerate(f.keywords):
+            for r, kw in enumerate(words_of(f)):
                 c[kw] += 1.0 / (1 + r)
         return [k for k, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[:6]]
 

@@ -11,23 +11,29 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 
 from ..model import Message
-from ..text import content_words, format_date
+from ..text import content_words, format_date, keyword_terms
 
-__all__ = ["fragment_label", "headline", "keywords_for", "summary_line"]
+__all__ = ["TOPIC_WORDS", "fragment_label", "headline", "keywords_for", "summary_line", "topic_words"]
+
+# Fragment property holding its topic_words(): what parent labels are made of.
+TOPIC_WORDS = "topic_words"
 
 _NUMBER = re.compile(r"\b\d[\d,.:/%-]*\b")
 
 
-def keywords_for(texts: list[str], df: Counter, n_docs: int, top: int) -> list[str]:
-    """Top ``top`` tokens of the texts by tf-idf against fragment document frequencies.
+def keywords_for(
+    texts: list[str], df: Counter, n_docs: int, top: int, terms: Callable[[str], list[str]] = content_words
+) -> list[str]:
+    """Top ``top`` tokens (``terms`` of each text) by tf-idf against fragment document frequencies.
 
     >>> keywords_for(["refund refund timeout", "the bank callback"], Counter({"bank": 9}), 10, 2)
     ['refund', 'callback']
     """
-    tf = Counter(t for text in texts for t in content_words(text) if not t.isdigit())
+    tf = Counter(t for text in texts for t in terms(text) if not t.isdigit())
     scored = []
     for tok, c in tf.items():
         idf = math.log((n_docs + 1) / (df.get(tok, 0) + 1)) + 1.0
@@ -35,6 +41,16 @@ def keywords_for(texts: list[str], df: Counter, n_docs: int, top: int) -> list[s
         scored.append((c * idf * min(len(tok), 6) / 6, tok))
     scored.sort(key=lambda x: (-x[0], x[1]))
     return [t for _, t in scored[:top]]
+
+
+def topic_words(texts: list[str], df: Counter, n_docs: int, top: int) -> list[str]:
+    """The words that name what the texts are about, best first: :func:`keywords_for` over
+    :func:`~..text.keyword_terms` (nouns, whole Chinese words), which parent labels are made of.
+
+    >>> topic_words(["地板我想全屋铺实木的", "那不铺实木了，改成SPC石塑地板"], Counter(), 10, 2)
+    ['地板', '实木']
+    """
+    return keywords_for(texts, df, n_docs, top, terms=keyword_terms)
 
 
 def summary_line(messages: list[Message], entities: list[str], keywords: list[str]) -> str:

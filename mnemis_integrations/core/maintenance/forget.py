@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ..builder.entities import extract_entities
-from ..builder.summarise import fragment_label, headline, keywords_for, summary_line
+from ..builder.summarise import TOPIC_WORDS, fragment_label, headline, keywords_for, summary_line, topic_words
 from ..config import BuildConfig
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
@@ -129,6 +129,9 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragm
     frag.created_at = msgs[0].timestamp or frag.created_at
     frag.event_time = msgs[-1].timestamp or frag.event_time
     frag.keywords = keywords_for([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
+    if TOPIC_WORDS in frag.properties:
+        frag.properties[TOPIC_WORDS] = topic_words([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
+        g.touch(frag.id)
     labels = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
     frag.summary = summary_line(msgs, labels, frag.keywords)
     if "headline" in frag.properties:
