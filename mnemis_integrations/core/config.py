@@ -48,6 +48,11 @@ class BuildConfig(_Frozen):
     concept_threshold: float | None = Field(
         None, description="A subtopic joins the nearest concept at or above this similarity; None: profile."
     )
+    centred_placement: bool | None = Field(
+        None,
+        description="Compare placement similarities from the namespace's mean message vector; None: embedder "
+        "profile (on for e5). Set both thresholds with it: centred and raw cosines differ in scale.",
+    )
     update_min_score: float = Field(
         -1.0,
         description="A new message supersedes the fragment of its best-scoring earlier message at or above this "

@@ -525,7 +525,8 @@ class MnemisMemory:
 
     def _vectors_of(self, st: NamespaceState):
         """Node vectors for health and rebalance, as placement compares them (its thresholds)."""
-        centred = self.profile.centred_placement
+        b = self.config.build
+        centred = b.centred_placement if b.centred_placement is not None else self.profile.centred_placement
 
         def get(ids: list[str]):
             ids = [i for i in ids if i in st.node_vectors]

@@ -9,6 +9,7 @@ from test_builder_scale import canonical, chat, tight
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder import pipeline
+from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HASHING_PROFILE, HashingEmbedder
 from mnemis_integrations.core.model import NodeKind
 
@@ -67,3 +68,14 @@ def test_the_first_candidates_decide_as_a_scan_of_every_parent(monkeypatch):
     narrow, full = build(default), build(10**9)
     assert narrow == full
     assert sum(n[1] == "subtopic" for n in full[0]) > default
+
+
+def test_the_build_config_turns_centring_on_or_off_over_the_profile():
+    def graph(embedder, **build):
+        mem = MnemisMemory(embedder=embedder, config=MemoryConfig().with_(build=build) if build else MemoryConfig())
+        for m in _interleaved():
+            mem.add_messages([m], namespace="u")
+        return canonical(mem.graph("u"))
+
+    assert graph(HashingEmbedder(), centred_placement=True) == graph(CentredHashing())
+    assert graph(CentredHashing(), centred_placement=False) == graph(HashingEmbedder())

@@ -331,7 +331,7 @@ class OfflineBuilder:
         def size(pid: str) -> int:  # asked only of parents clearing the threshold, most similar first
             return idx.child_count(st, pid)
 
-        centred = self.profile.centred_placement
+        centred = bool(self._t("centred_placement"))
         centre = self._centre(st) if centred else None
         query = st.centred(vector[None, :], centre)[0] if centred else vector
         floor = None if centred else threshold - _EPS  # no raw floor for a centred threshold
