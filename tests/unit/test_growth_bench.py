@@ -52,7 +52,7 @@ def test_growth_smoke_run_writes_json_and_markdown(tmp_path):
     assert [r["n"] for r in res["runs"]] == [20, 40]
     for r in res["runs"]:
         assert r["ingested"] == r["n"] and r["embed_misses"] == 0
-        for key in ("bulk_s", "add1_p50_ms", "forget_p50_ms", "search_p50_ms", "reopen_search_s", "store_mb"):
+        for key in ("bulk_s", "add1_p50_ms", "add1_base_p50_ms", "forget_p50_ms", "search_p50_ms", "reopen_search_s", "store_mb"):
             assert r[key] is not None
     assert res["runs"][1]["bulk_s_x"] > 0
     assert len(res["targets"]["sqlite"]) == 3
