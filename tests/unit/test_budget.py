@@ -77,6 +77,23 @@ def test_a_hit_that_does_not_fit_stops_the_adding_of_later_hits():
     assert out == []
 
 
+def test_later_summaries_wait_until_the_later_fragments_have_their_messages_back():
+    """A subtopic summary ranked among the later hits holds no message: with ``defer_summaries``
+    the later fragments are shown and widened first, the summary takes what room is left."""
+    summary = hit("S", {"s": "s" * 8}, "", kind="subtopic")
+    hits = [HITS[0], summary, HITS[1], HITS[2]]
+
+    def ids(defer: bool, budget: int) -> list:
+        cfg = ContextConfig(breadth_messages=1, breadth_hits=1, later_messages=1, defer_summaries=defer)
+        return [(h.node_id, h.source_ids) for h in fit_to_budget(hits, budget, cfg, rerender_from(TABLE), WORDS)]
+
+    # A whole (13), then in rank order S (9) and B{e}, C{h} (5 + 5) leave 0 to widen with; deferred,
+    # B{e} and C{h} (23) widen round by round to B{d,e}, C{g,h} (31) and S no longer fits.
+    assert ids(False, 32) == [("A", ("a", "b", "c")), ("S", ("s",)), ("B", ("e",)), ("C", ("h",))]
+    assert ids(True, 32) == [("A", ("a", "b", "c")), ("B", ("d", "e")), ("C", ("g", "h"))]
+    assert ids(True, 60) == [("A", ("a", "b", "c")), ("S", ("s",)), ("B", ("d", "e", "f")), ("C", ("g", "h"))]
+
+
 # ------------------------------------------------------------------ through MnemisMemory
 
 CHAT = [

@@ -78,10 +78,23 @@ def fit_to_budget(
                 if rest and attempt(i, kept[i] + rest[:1]):
                     grew = True
 
+    def add_later(indexes: list[int]) -> None:
+        for i in indexes:
+            if not attempt(i, list(hits[i].focus[: config.later_messages]) if narrowable(i) else None):
+                return
+
     first = min(config.breadth_hits, len(hits))
     stopped_at = add_hits(0, first, config.breadth_messages)
     widen()
     if stopped_at == first:
-        add_hits(first, len(hits), config.later_messages)
+        later = list(range(first, len(hits)))
+        if config.defer_summaries:
+            # Parent summaries ranked among the later hits hold no message: they wait until the
+            # fragments shown have their messages back.
+            add_later([i for i in later if hits[i].kind == "fragment"])
+            widen()
+            add_later([i for i in later if hits[i].kind != "fragment"])
+        else:
+            add_later(later)
         widen()  # room left after the later hits (a small memory shows them all): give messages back
     return [shown[i] for i in sorted(shown)]
