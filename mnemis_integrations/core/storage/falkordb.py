@@ -47,6 +47,8 @@ _Q_NODES = "MATCH (n:Node) RETURN n.data ORDER BY n.ord"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
 _Q_MESSAGES = "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec ORDER BY m.seq"
 # ``WITH count(*)`` after each UNWIND keeps exactly one row flowing even when the list is empty.
+# A node is looked up through the id index and created or updated, not MERGEd: a MERGE that
+# creates costs as much as the graph is large in FalkorDB (3.8 ms at 50k nodes, 0.5 ms at 1k).
 # The write happens only if the namespace is still at ``$expected``; that test, ``ok``, is read
 # again after each aggregation (nothing changes the version before the last clause), so a
 # refused write touches nothing and returns false: a compare-and-swap inside one atomic query.
@@ -66,9 +68,12 @@ MATCH (gone:Message {{id: rm}}) DELETE gone
 WITH count(*) AS _rm
 {_OK}
 UNWIND CASE WHEN ok THEN $nodes ELSE [] END AS nd
-MERGE (n:Node {{id: nd.id}})
-ON CREATE SET n.ord = nd.ord
-SET n.kind = nd.kind, n.status = nd.status, n.data = nd.data
+OPTIONAL MATCH (n:Node {{id: nd.id}})
+WITH nd, n
+FOREACH (_ IN CASE WHEN n IS NULL THEN [1] ELSE [] END |
+  CREATE (:Node {{id: nd.id, ord: nd.ord, kind: nd.kind, status: nd.status, data: nd.data}}))
+FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END |
+  SET n.kind = nd.kind, n.status = nd.status, n.data = nd.data)
 WITH count(*) AS _n
 {_OK}
 UNWIND CASE WHEN ok THEN $edges ELSE [] END AS ed
