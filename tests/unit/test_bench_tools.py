@@ -1,0 +1,62 @@
+"""The benchmark helpers that pick settings: leave-one-conversation-out and the update judge's fit."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module(name: str):
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # fit_update_judge imports growth as a sibling
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(folder: Path, recall: dict[str, float]) -> str:
+    """A bench-shaped per_question.jsonl: one question per conversation at the given R@512, plus
+    an adversarial one that must be left out."""
+    folder.mkdir(parents=True)
+    rows = []
+    for conv, r in recall.items():
+        for cat, value in ((1, r), (5, 1.0 - r)):
+            rows.append({"system": "mnemis", "question_id": f"{conv}:q{cat}", "conversation": conv, "category": cat,
+                         "scores": {f"budget_recall@{b}": value for b in (256, 512, 1024, 2048)}})
+    (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(folder)
+
+
+def test_leave_one_out_picks_on_the_other_conversations_and_reports_the_held_out_one(tmp_path):
+    loo = _module("locomo_loo")
+    # "a" is better on c1 and c2, "b" far better on c3: with c3 in the tuning pair "b" is picked
+    # (folds c1, c2); holding c3 out, "a" is picked and measured where it is worst.
+    a = _run(tmp_path / "a", {"c1": 0.9, "c2": 0.8, "c3": 0.1})
+    b = _run(tmp_path / "b", {"c1": 0.5, "c2": 0.4, "c3": 1.0})
+    runs = {"a": loo.load(a, "mnemis"), "b": loo.load(b, "mnemis")}
+    assert all(q["category"] != 5 for rows in runs["a"].values() for q in rows)
+    figures, picks = loo.leave_one_out(runs, "budget_recall@512")
+    assert picks == [("c1", "b"), ("c2", "b"), ("c3", "a")]
+    assert figures["R@512"] == np.mean([0.5, 0.4, 0.1])  # each fold measured with its pick
+    assert figures["MH@512"] == figures["R@512"]  # every kept question is multi-hop here
+
+
+def test_the_update_judge_fit_separates_and_the_best_candidate_decides(tmp_path):
+    fit = _module("fit_update_judge")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 3))
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0.8).astype(float)
+    w, b = fit.fit(x, y, l2=0.1)
+    assert w[0] > w[1] > abs(w[2]) and b < 0  # raw-feature weights, the separating direction first
+    rows = [{"scenario": "s", "i": 1, "y": 1, "gate": True}, {"scenario": "s", "i": 1, "y": 0, "gate": True},
+            {"scenario": "s", "i": 2, "y": 0, "gate": True}, {"scenario": "s", "i": 3, "y": 1, "gate": False}]
+    # message 1: its best candidate is the true one; message 2: a false link above the threshold;
+    # message 3: its only true candidate fails the gate, so it counts as wanted and missed.
+    assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 0.0) == (1, 2, 2)
+    assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 1.5) == (1, 1, 2)
