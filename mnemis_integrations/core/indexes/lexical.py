@@ -98,8 +98,7 @@ class LexicalIndex:
 
     def weight(self, key: str) -> float:
         """Summed idf of the distinct terms of a stored text."""
-        terms = self._terms[self._slot[key]]
-        return sum(self.idf(t) for t in terms if t != _EMPTY) if terms else 0.0
+        return sum(self.idf(t) for t in self.terms(key))
 
     def overlapping(
         self, query: str, n: int, keep: Callable[[str], bool] | None = None, max_df: int | None = None

@@ -16,7 +16,7 @@ A hit that does not fit ends the adding of hits (a later, smaller one would jump
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ..config import ContextConfig
 from .results import MemoryHit
@@ -62,12 +62,13 @@ def fit_to_budget(
             kept[i] = ids
         return True
 
-    def add_hits(start: int, stop: int, messages: int) -> int:
-        for i in range(start, stop):
+    def add_hits(indexes: Iterable[int], messages: int) -> bool:
+        """Show these hits, each narrowed to ``messages``, until one does not fit (then False)."""
+        for i in indexes:
             ids = list(hits[i].focus[:messages]) if narrowable(i) else None
             if not attempt(i, ids):
-                return i
-        return stop
+                return False
+        return True
 
     def widen() -> None:
         grew = True
@@ -78,23 +79,18 @@ def fit_to_budget(
                 if rest and attempt(i, kept[i] + rest[:1]):
                     grew = True
 
-    def add_later(indexes: list[int]) -> None:
-        for i in indexes:
-            if not attempt(i, list(hits[i].focus[: config.later_messages]) if narrowable(i) else None):
-                return
-
     first = min(config.breadth_hits, len(hits))
-    stopped_at = add_hits(0, first, config.breadth_messages)
+    all_fit = add_hits(range(first), config.breadth_messages)
     widen()
-    if stopped_at == first:
+    if all_fit:
         later = list(range(first, len(hits)))
         if config.defer_summaries:
             # Parent summaries ranked among the later hits hold no message: they wait until the
             # fragments shown have their messages back.
-            add_later([i for i in later if hits[i].kind == "fragment"])
+            add_hits([i for i in later if hits[i].kind == "fragment"], config.later_messages)
             widen()
-            add_later([i for i in later if hits[i].kind != "fragment"])
+            add_hits([i for i in later if hits[i].kind != "fragment"], config.later_messages)
         else:
-            add_later(later)
+            add_hits(later, config.later_messages)
         widen()  # room left after the later hits (a small memory shows them all): give messages back
     return [shown[i] for i in sorted(shown)]
