@@ -184,8 +184,11 @@ def test_removed_keys_stay_out_of_every_search_before_and_after_compaction(monke
 
 
 def _fresh_view(st):
+    live = st.build_index()
     fresh = BuildIndex(st)
     fresh.ready(st)
+    # building it partitioned the state's node vectors anew: hand them back to the live index
+    st.node_vectors.partition(lambda key: live._placement_group(st, key))
     return fresh
 
 
@@ -208,6 +211,10 @@ def _assert_index_matches_graph(st):
         assert sorted(idx.holders(st, m)) == sorted(f.id for f in frags if m in f.source_ids)
     for parent in g.nodes(NodeKind.SUBTOPIC) + g.nodes(NodeKind.CONCEPT):
         assert idx.child_count(st, parent.id) == len(g.children(parent.id))
+    for kind, cap in idx.capacity.items():  # placement searches exactly the parents not full
+        open_parents = {n.id for n in g.nodes(kind) if n.id in st.node_vectors and len(g.children(n.id)) < cap}
+        grouped = st.node_vectors.nearest(np.ones(st.dim, np.float32), 10**6, group=kind.value)
+        assert {k for k, _ in grouped} == open_parents
 
 
 def test_the_build_index_kept_by_the_builder_equals_one_built_from_the_graph():
@@ -251,6 +258,27 @@ def test_the_build_index_follows_a_forget_and_is_rebuilt_after_an_edit():
         g.get(g.nodes(NodeKind.SUBTOPIC)[0].id).label = "renamed by hand"
     assert mem._states["u"].build_index() is not kept
     mem.add_messages(msgs[50:], namespace="u")
+    _assert_index_matches_graph(mem._states["u"])
+
+
+def test_full_parents_leave_the_placement_search_and_come_back_when_forget_frees_room():
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=tight())
+    msgs = chat(160)
+    for i in range(0, len(msgs), 7):
+        mem.add_messages(msgs[i : i + 7], namespace="u")
+    st = mem._states["u"]
+    g = st.graph
+    assert st.build_index().capacity == {NodeKind.SUBTOPIC: 2, NodeKind.CONCEPT: 2}
+    full = [s for s in g.nodes(NodeKind.SUBTOPIC) if len(g.children(s.id)) == 2]
+    assert full
+    _assert_index_matches_graph(st)
+    # every message of one child of a full subtopic: the child goes, the subtopic has room again
+    victim = g.children(full[0].id)[0]
+    mem.forget(list(victim.source_ids), namespace="u")
+    st = mem._states["u"]
+    assert any(len(st.graph.children(s.id)) == 1 for s in st.graph.nodes(NodeKind.SUBTOPIC))
+    _assert_index_matches_graph(st)
+    mem.add_messages([dict(m, id=f"later-{m['id']}") for m in chat(40, seed=5)], namespace="u")
     _assert_index_matches_graph(mem._states["u"])
 
 

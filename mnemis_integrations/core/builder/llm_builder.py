@@ -320,6 +320,7 @@ class LLMBuilder(OfflineBuilder):
         p = self.review(Placement(frag.id, "subtopic", sub.id if sub else None, sim, prop.subtopic))
         if p.parent_id is not None and g.has(p.parent_id):
             g.add_edge(Edge(frag.id, p.parent_id, EdgeKind.BELONGS_TO, created_at=frag.created_at))
+            st.build_index().child_added(p.parent_id)
             rep.touched.add(p.parent_id)
             return
         sid = f"s:{frag.id[2:]}"
@@ -340,6 +341,7 @@ class LLMBuilder(OfflineBuilder):
                             created_at=frag.created_at, event_time=frag.event_time, properties={"named_by": "llm"}))
             rep.concepts_created += 1
         g.add_edge(Edge(sid, cid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
+        st.build_index().child_added(cid)
         st.refresh_vectors([cid])
         rep.touched.add(cid)
 

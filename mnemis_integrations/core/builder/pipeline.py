@@ -90,6 +90,8 @@ class OfflineBuilder:
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> BuildReport:
         rep = BuildReport()
         new, vectors = self._accept_messages(st, new, vectors)
+        st.build_index().set_capacity(st, {NodeKind.SUBTOPIC: self.cfg.max_subtopic_fragments,
+                                           NodeKind.CONCEPT: self.cfg.max_concept_subtopics})
         # (sum, count) of the batch's vectors whose messages are not built yet: see _centre
         self._unbuilt = (np.asarray(vectors, np.float64).sum(axis=0), len(new))
 
@@ -285,7 +287,8 @@ class OfflineBuilder:
             self._place_subtopic(st, g.get(sid), rep)
         else:
             g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
-        st.build_index().child_added(sid)
+            # counted before the parent's vector is written next: that write may move a full parent out
+            st.build_index().child_added(sid)
         rep.touched.add(sid)
 
     def _place_subtopic(self, st: NamespaceState, sub: Node, rep: BuildReport) -> None:

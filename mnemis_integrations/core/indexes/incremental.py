@@ -35,14 +35,6 @@ def time_key(when, node_id: str) -> TimeKey:
 PARENT_KINDS = (NodeKind.SUBTOPIC, NodeKind.CONCEPT)
 
 
-def _parent_group(g, key: str) -> str | None:
-    """The node-vector group of a hierarchy parent (its kind); other nodes are in none."""
-    if not g.has(key):
-        return None
-    kind = g.get(key).kind
-    return kind.value if kind in PARENT_KINDS else None
-
-
 def _is_open(node: Node) -> bool:
     # A compaction overview is never continued: its messages must stay those of its originals.
     return node.kind == NodeKind.FRAGMENT and node.status == Status.ACTIVE and "overview_of" not in node.properties
@@ -76,6 +68,7 @@ class BuildIndex:
         self.ingesting = False
         self._built = False
         self._speakers: Counter | None = None
+        self.capacity: dict[NodeKind, int] = {}  # children a parent of each kind takes: see set_capacity
 
     # ------------------------------------------------------------------ validity
     def matches(self, st: NamespaceState) -> bool:
@@ -123,9 +116,31 @@ class BuildIndex:
                 self._mention_order[n.id] = sorted(srcs)
         self._timeline.sort()
         self._tail_key = {k[2]: k for k in self._timeline}
-        # Placement asks for the nearest subtopics / concepts without ranking every fragment.
-        st.node_vectors.partition(lambda key: _parent_group(g, key))
+        # Placement asks for the nearest subtopics / concepts that can still take a child,
+        # without ranking every fragment or passing over the full parents.
+        st.node_vectors.partition(lambda key: self._placement_group(st, key))
         self._built = True
+
+    def _placement_group(self, st: NamespaceState, key: str) -> str | None:
+        """The node-vector group of a hierarchy parent that is not full (its kind); other nodes,
+        and full parents, are in none. Asked again whenever the parent's vector is written, which
+        the builder does after giving it a child and forget does after taking one away."""
+        g = st.graph
+        if not g.has(key):
+            return None
+        kind = g.get(key).kind
+        if kind not in PARENT_KINDS:
+            return None
+        cap = self.capacity.get(kind)
+        return kind.value if cap is None or self._count(st, key) < cap else None
+
+    def set_capacity(self, st: NamespaceState, capacity: dict[NodeKind, int]) -> None:
+        """How many children a subtopic / concept takes (the builder's limits); full parents then
+        leave the placement groups. A change of limits regroups every parent once."""
+        if capacity != self.capacity:
+            self.capacity = dict(capacity)
+            if self._built:
+                st.node_vectors.partition(lambda key: self._placement_group(st, key))
 
     def ready(self, st: NamespaceState) -> None:
         """Build now, if not built yet."""
@@ -202,6 +217,9 @@ class BuildIndex:
         """``st.child_count(parent_id)``, counted once and then kept by :meth:`child_added`: placement
         asks it of every full parent it passes over, and there are more of those as memory grows."""
         self.ready(st)
+        return self._count(st, parent_id)
+
+    def _count(self, st: NamespaceState, parent_id: str) -> int:
         n = self._child_counts.get(parent_id)
         if n is None:
             n = self._child_counts[parent_id] = st.child_count(parent_id)

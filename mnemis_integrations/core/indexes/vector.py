@@ -45,6 +45,7 @@ class VectorIndex:
         self.ann_min = ANN_MIN_VECTORS
         self._group_of: Callable[[str], str | None] | None = None  # see partition()
         self._parts: dict[str, VectorIndex] = {}
+        self._group: dict[str, str] = {}  # key -> the part holding it
         self._sum = np.zeros(dim, np.float64)  # of every stored vector, kept by each write: see mean()
         self._dead: set[int] = set()  # faiss ids removed but still in the flat storage: see remove()
         self._skip: tuple | None = None  # search parameters skipping them, built on first use
@@ -104,8 +105,13 @@ class VectorIndex:
         faiss's ``remove_ids`` shifts every row after a removed one, so removing at once cost as
         much as the namespace is large on every forget (31 ms at 100k messages)."""
         keys = list(dict.fromkeys(keys))
-        for part in self._parts.values():
-            part.remove(keys)
+        by_group: dict[str, list[str]] = {}
+        for k in keys:
+            group = self._group.pop(k, None)
+            if group is not None:
+                by_group.setdefault(group, []).append(k)
+        for group, ks in by_group.items():
+            self._parts[group].remove(ks)
         ids = [self._ids[k] for k in keys if k in self._ids]
         if not ids:
             return
@@ -160,7 +166,8 @@ class VectorIndex:
     def partition(self, group_of: Callable[[str], str | None]) -> None:
         """Also keep the keys of each group (``group_of(key)``; None: in no group) in a flat index
         of their own, kept in step by every write, so :meth:`nearest` can search one group without
-        ranking the others. ``group_of`` must give a key the same group for as long as it is stored.
+        ranking the others. ``group_of`` is asked again each time a key's vector is written, and a
+        key whose group changed moves (e.g. a parent leaves the placement group once it is full).
 
         >>> idx = VectorIndex(2); idx.upsert(["f1", "s1", "s2"], np.array([[1, 0], [0.8, 0.6], [0, 1]]))
         >>> idx.partition(lambda k: k[0] if k[0] == "s" else None)
@@ -169,6 +176,7 @@ class VectorIndex:
         """
         self._group_of = group_of
         self._parts = {}
+        self._group = {}
         if self._ids:
             self._upsert_parts(list(self._ids), self.get_many(list(self._ids)))
 
@@ -176,9 +184,13 @@ class VectorIndex:
         assert self._group_of is not None
         rows: dict[str, list[int]] = {}
         for j, k in enumerate(keys):
-            group = self._group_of(k)
+            group, was = self._group_of(k), self._group.get(k)
+            if was is not None and was != group:
+                self._parts[was].remove([k])
+                del self._group[k]
             if group is not None:
                 rows.setdefault(group, []).append(j)
+                self._group[k] = group
         for group, js in rows.items():
             part = self._parts.get(group)
             if part is None:
