@@ -523,7 +523,9 @@ class MnemisMemory:
             qvec = normalise_rows(qvec)[0]
         else:
             if not isinstance(query, str) or not query.strip() or len(query) > limits.max_query_chars:
-                raise InvalidQueryError(f"query must be a non-empty string of at most {limits.max_query_chars} characters")
+                raise InvalidQueryError(
+                    f"query must be a non-empty string of at most {limits.max_query_chars} characters"
+                )
             qvec = self.embedder.embed_queries([query])[0]
         with self._lock(namespace):
             st = self._state(namespace)

@@ -220,7 +220,7 @@ def document_record(
         2025
         >>> document_record("c1", "x", {"date": "March"}, now=datetime(2025, 1, 1))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        mnemis_integrations.errors.InvalidMessageError: ...metadata 'date': timestamp 'March' is not ISO-8601...
+        mnemis_integrations.errors.InvalidMessageError: ...metadata 'date': timestamp 'March' is not...
     """
     when: Any = now
     key = next((k for k in time_keys if metadata.get(k) is not None), None)

@@ -435,7 +435,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         for node in llama_nodes:
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             if text.strip():
-                records.append(document_record(node.node_id, text, node.metadata, now=now, time_keys=self.time_keys))
+                records.append(
+                    document_record(node.node_id, text, node.metadata, now=now, time_keys=self.time_keys)
+                )
         if records:
             self._ingest(records)
         super().upsert_llama_nodes(llama_nodes)
@@ -449,9 +451,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
     def _ingest(self, records: list[dict[str, Any]]) -> None:
         coerce_messages(records, self.memory.config.limits)  # refuse bad input before forgetting anything
         known = self._stored_messages()
+        old = {r["id"]: known[r["id"]] for r in records if r["id"] in known}
         changed = [
             r["id"] for r in records
-            if r["id"] in known and known[r["id"]].speaker == DOCUMENT_SPEAKER and known[r["id"]].text != r["text"]
+            if r["id"] in old and old[r["id"]].speaker == DOCUMENT_SPEAKER and old[r["id"]].text != r["text"]
         ]
         if changed:
             self.memory.forget(changed, namespace=self.namespace)

@@ -68,7 +68,9 @@ class MnemisPropertyGraphIndex(PropertyGraphIndex):
         cls, property_graph_store: MnemisPropertyGraphStore, embed_kg_nodes: bool = False, **kwargs: Any
     ) -> MnemisPropertyGraphIndex:
         """An index over what the store already holds (``embed_kg_nodes`` off, as in the constructor)."""
-        return cls(nodes=[], property_graph_store=property_graph_store, embed_kg_nodes=embed_kg_nodes, **kwargs)
+        return cls(
+            nodes=[], property_graph_store=property_graph_store, embed_kg_nodes=embed_kg_nodes, **kwargs
+        )
 
     @property
     def mnemis_store(self) -> MnemisPropertyGraphStore:
@@ -85,6 +87,8 @@ class MnemisPropertyGraphIndex(PropertyGraphIndex):
         returning at most ``similarity_top_k`` memories."""
         if sub_retrievers is None:
             sub_retrievers = [
-                MnemisPGRetriever(self.mnemis_store, similarity_top_k=similarity_top_k, include_text=include_text)
+                MnemisPGRetriever(
+                    self.mnemis_store, similarity_top_k=similarity_top_k, include_text=include_text
+                )
             ]
         return super().as_retriever(sub_retrievers=sub_retrievers, include_text=include_text, **kwargs)

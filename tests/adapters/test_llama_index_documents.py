@@ -74,7 +74,9 @@ class _FactExtractor(TransformComponent):
         return nodes
 
 
-FACTS = _FactExtractor(facts={"Logan": ("Logan", "ESCALATED_TO", "Payments team"), "noodle": ("Ann", "BOOKED", "Noodle bar")})
+FACTS = _FactExtractor(
+    facts={"Logan": ("Logan", "ESCALATED_TO", "Payments team"), "noodle": ("Ann", "BOOKED", "Noodle bar")}
+)
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +155,9 @@ def test_text_node_stored_again_with_other_text_replaces_its_message(store, mem)
     store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window is Tuesday night.")])  # no-op
     store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window moved to Thursday morning.")])
 
-    assert [(m.id, m.text) for m in mem.messages("docs")] == [("n1", "The deploy window moved to Thursday morning.")]
+    assert [(m.id, m.text) for m in mem.messages("docs")] == [
+        ("n1", "The deploy window moved to Thursday morning.")
+    ]
     assert all("Tuesday" not in h.text for h in mem.search("deploy window Tuesday", namespace="docs"))
     assert [n.text for n in store.get(ids=["n1"])] == ["The deploy window moved to Thursday morning."]
 
@@ -186,7 +190,11 @@ def test_delete_ref_doc_leaves_nothing_of_the_document(store, mem):
     )
     gone = _chunk_ids(store, "doc-1")
     assert len(gone) >= 2  # several chunks, linked to the document's placeholder entity by SOURCE
-    assert {n.name for n in store.get(ids=["doc-1", "Logan", "Payments team"])} == {"doc-1", "Logan", "Payments team"}
+    assert {n.name for n in store.get(ids=["doc-1", "Logan", "Payments team"])} == {
+        "doc-1",
+        "Logan",
+        "Payments team",
+    }
 
     index.delete_ref_doc("doc-1")
 
@@ -207,7 +215,9 @@ def test_delete_ref_doc_leaves_nothing_of_the_document(store, mem):
 def test_an_entity_another_document_still_relates_to_stays(store, mem):
     index = _index(store)
     (logan,) = store.get(ids=["Logan"])
-    index.insert(Document(text="Logan approved the noodle bar budget.", id_="doc-3"))  # Logan ESCALATED_TO again
+    index.insert(
+        Document(text="Logan approved the noodle bar budget.", id_="doc-3")
+    )  # Logan ESCALATED_TO again
     assert logan.properties[TRIPLET_SOURCE_KEY] in _chunk_ids(store, "doc-1")  # extracted from doc-1 first
 
     index.delete_ref_doc("doc-1")
@@ -253,7 +263,10 @@ def test_plain_index_retrieves_memory_text_through_the_mnemis_sub_retriever(stor
 def test_mnemis_index_over_an_existing_store_and_on_another_store(store, mem):
     _index(store)
     index = MnemisPropertyGraphIndex.from_existing(property_graph_store=store)
-    assert "noodle bar" in index.as_retriever(similarity_top_k=1).retrieve("lunch noodle bar")[0].node.get_content()
+    assert (
+        "noodle bar"
+        in index.as_retriever(similarity_top_k=1).retrieve("lunch noodle bar")[0].node.get_content()
+    )
     with pytest.raises(TypeError, match="MnemisPropertyGraphStore"):
         MnemisPropertyGraphIndex(nodes=[])
 
@@ -271,18 +284,26 @@ def test_vector_query_returns_the_nearest_memory_nodes_with_their_cosines(mem):
     nodes, scores = store.vector_query(VectorStoreQuery(query_embedding=qvec.tolist(), similarity_top_k=3))
     assert len(nodes) == 3 and scores == sorted(scores, reverse=True)
     ids = [n.id for n in nodes]
-    assert "f:m1" in ids[:2] and "f:m3" not in ids[:2]  # the refund fragment (or its one-child subtopic, a tie)
+    assert (
+        "f:m1" in ids[:2] and "f:m3" not in ids[:2]
+    )  # the refund fragment (or its one-child subtopic, a tie)
     assert nodes[ids.index("f:m1")].properties["source_ids"] == ["m1", "m2"]
-    assert [n.id for n, _ in zip(nodes, scores)] == [i for i, _ in mem.nearest_nodes(vector=qvec, k=3, namespace="u1")]
+    assert [n.id for n, _ in zip(nodes, scores)] == [
+        i for i, _ in mem.nearest_nodes(vector=qvec, k=3, namespace="u1")
+    ]
     # the same query as text is embedded by the memory: same answer
-    by_text = store.vector_query(VectorStoreQuery(query_str="refund for order 42 at the bank", similarity_top_k=3))
+    by_text = store.vector_query(
+        VectorStoreQuery(query_str="refund for order 42 at the bank", similarity_top_k=3)
+    )
     assert [n.id for n in by_text[0]] == [n.id for n in nodes] and by_text[1] == pytest.approx(scores)
 
 
 def test_vector_query_narrows_by_node_ids_and_property_filters(mem):
     store = MnemisPropertyGraphStore(memory=mem, namespace="u1")
     query = "refund for order 42"
-    subtopics = MetadataFilters(filters=[MetadataFilter(key="kind", value="subtopic", operator=FilterOperator.EQ)])
+    subtopics = MetadataFilters(
+        filters=[MetadataFilter(key="kind", value="subtopic", operator=FilterOperator.EQ)]
+    )
     nodes, _ = store.vector_query(VectorStoreQuery(query_str=query, similarity_top_k=5, filters=subtopics))
     assert nodes and all(n.properties["kind"] == "subtopic" for n in nodes)
 
@@ -306,8 +327,12 @@ def test_vector_query_refuses_an_embedding_from_another_model(mem):
 
 def test_vector_context_retriever_runs_on_the_store(mem):
     store = MnemisPropertyGraphStore(memory=mem, namespace="u1")
-    sub = VectorContextRetriever(store, embed_model=MnemisEmbedding(mem.embedder), similarity_top_k=1, include_text=False)
-    (nearest,), _ = store.vector_query(VectorStoreQuery(query_str="refund for order 42 at the bank", similarity_top_k=1))
+    sub = VectorContextRetriever(
+        store, embed_model=MnemisEmbedding(mem.embedder), similarity_top_k=1, include_text=False
+    )
+    (nearest,), _ = store.vector_query(
+        VectorStoreQuery(query_str="refund for order 42 at the bank", similarity_top_k=1)
+    )
     texts = [n.node.get_content() for n in sub.retrieve("refund for order 42 at the bank")]
     assert texts and all(nearest.id in t.split(" -> ") for t in texts)  # triplets around the vector hit
 
@@ -323,8 +348,10 @@ _RACED_WRITES = {
     ),
     "upsert_relations": (
         lambda s: s.upsert_relations([Relation(label="KNOWS", source_id="Ann", target_id="Bea")]),
-        lambda s, m: [(a.id, r.label, b.id) for a, r, b in s.get_triplets(relation_names=["KNOWS"])]
-        == [("Ann", "KNOWS", "Bea")],
+        lambda s, m: (
+            [(a.id, r.label, b.id) for a, r, b in s.get_triplets(relation_names=["KNOWS"])]
+            == [("Ann", "KNOWS", "Bea")]
+        ),
     ),
     "delete": (
         lambda s: s.delete(entity_names=["Ann"]),
@@ -332,7 +359,9 @@ _RACED_WRITES = {
     ),
     "upsert_llama_nodes": (
         lambda s: s.upsert_llama_nodes([TextNode(id_="t2", text="The budget review moved to Friday.")]),
-        lambda s, m: "t2" in {x.id for x in m.messages("docs")} and [n.id for n in s.get(ids=["t2"])] == ["t2"],
+        lambda s, m: (
+            "t2" in {x.id for x in m.messages("docs")} and [n.id for n in s.get(ids=["t2"])] == ["t2"]
+        ),
     ),
     "delete a text node": (
         lambda s: s.delete(ids=["t1"]),
@@ -351,7 +380,10 @@ def test_a_write_another_writer_beat_runs_again_on_the_fresh_graph(name, tmp_pat
     mine = make_memory(path, messages=())
     store = MnemisPropertyGraphStore(memory=mine, namespace="docs", clock=lambda: NOW)
     store.upsert_llama_nodes(
-        [TextNode(id_="t1", text="The offsite is at the lighthouse."), TextNode(id_="t0", text="Ann plans it.")]
+        [
+            TextNode(id_="t1", text="The offsite is at the lighthouse."),
+            TextNode(id_="t0", text="Ann plans it."),
+        ]
     )
     store.upsert_nodes([EntityNode(name="Ann")])
     other = make_memory(path, messages=())

@@ -87,12 +87,18 @@ def test_it_embeds_for_a_property_graph_index_and_its_vector_queries(e5):
     ]
     with offline_settings():
         index = PropertyGraphIndex.from_documents(
-            docs, property_graph_store=store, embed_model=e5, kg_extractors=[ImplicitPathExtractor()], llm=MockLLM()
+            docs,
+            property_graph_store=store,
+            embed_model=e5,
+            kg_extractors=[ImplicitPathExtractor()],
+            llm=MockLLM(),
         )
         sub = VectorContextRetriever(store, embed_model=e5, similarity_top_k=1, include_text=False)
         nodes = index.as_retriever(sub_retrievers=[sub]).retrieve("what happened to my refund?")
     (refund_chunk,) = [n.id for n in store.get(properties={"ref_doc_id": "d1"})]
-    query = VectorStoreQuery(query_embedding=e5.get_query_embedding("what happened to my refund?"), similarity_top_k=1)
+    query = VectorStoreQuery(
+        query_embedding=e5.get_query_embedding("what happened to my refund?"), similarity_top_k=1
+    )
     (nearest,), (score,) = store.vector_query(query)
     assert refund_chunk in sources_under(mem.graph("docs"), nearest.id) and 0.0 < score <= 1.0 + 1e-6
     assert nodes and all(nearest.id in n.node.get_content().split(" -> ") for n in nodes)

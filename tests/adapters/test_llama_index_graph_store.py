@@ -23,7 +23,6 @@ from llama_index.core.graph_stores.types import (
 )
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
-from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from mnemis_integrations import EdgeKind, NodeKind, Status
 from mnemis_integrations.llama_index import MnemisPGRetriever, MnemisPropertyGraphStore

@@ -61,12 +61,20 @@ def test_archived_nodes_come_back_only_when_asked(filled):
         return node.status == Status.ARCHIVED or node.kind == NodeKind.ARCHIVE
 
     assert not any(archived(i) for i, _ in filled.nearest_nodes(QUERY, k=50, namespace="u1"))
-    assert any(archived(i) for i, _ in filled.nearest_nodes(QUERY, k=50, namespace="u1", include_archived=True))
+    assert any(
+        archived(i) for i, _ in filled.nearest_nodes(QUERY, k=50, namespace="u1", include_archived=True)
+    )
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"query": "x", "vector": [0.0] * 256}, {"vector": [0.1] * 8}, {"query": "x", "k": 0}, {"query": "  "}],
+    [
+        {},
+        {"query": "x", "vector": [0.0] * 256},
+        {"vector": [0.1] * 8},
+        {"query": "x", "k": 0},
+        {"query": "  "},
+    ],
 )
 def test_bad_queries_are_refused(filled, kwargs):
     with pytest.raises(InvalidQueryError):
