@@ -27,10 +27,10 @@ from . import recipes
 from .builder.abstract import ReviewHook, accept_all
 from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
-from .embedders import as_embedder, profile_for
+from .embedders import as_embedder, normalise_rows, profile_for
 from .graph import MemoryGraph
 from .messages import coerce_messages, parse_moment, validate_namespace
-from .model import Message
+from .model import Message, Node, NodeKind, Status
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.render import render
@@ -479,6 +479,66 @@ class MnemisMemory:
 
     async def asearch(self, query: str, k: int = 10, namespace: str = "default", **kwargs: Any) -> list[MemoryHit]:
         return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)
+
+    def nearest_nodes(
+        self,
+        query: str | None = None,
+        k: int = 10,
+        namespace: str = "default",
+        *,
+        vector: Sequence[float] | np.ndarray | None = None,
+        keep: Callable[[Node], bool] | None = None,
+        include_archived: bool = False,
+    ) -> list[tuple[str, float]]:
+        """The hierarchy nodes (fragments, subtopics, concepts) whose vectors are nearest a query,
+        best first, as ``(node id, cosine)``: the vector index alone, without :meth:`search`'s
+        thresholds, relation path or fusion (what a vector-store query expects).
+
+        Args:
+            query: text, embedded as a query by the memory's embedder; or give ``vector``.
+            k: how many nodes at most.
+            namespace: whose memory.
+            vector: a query vector from the memory's embedder (same dimension), instead of ``query``.
+            keep: only nodes for which ``keep(node)`` holds (the index widens its scan to find ``k``).
+            include_archived: also return archived nodes.
+
+        Raises:
+            InvalidQueryError: neither or both of ``query`` and ``vector``, an empty query, a vector
+                of another dimension than the memory's, or ``k`` out of range.
+            NamespaceNotFoundError: the namespace holds no memory.
+        """
+        validate_namespace(namespace)
+        limits = self.config.limits
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > limits.max_k:
+            raise InvalidQueryError(f"k must be an integer in [1, {limits.max_k}], got {k!r}")
+        if (query is None) == (vector is None):
+            raise InvalidQueryError("give either a query text or a query vector")
+        if vector is not None:
+            qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
+            if self._dim is not None and qvec.shape[0] != self._dim:
+                raise InvalidQueryError(
+                    f"the query vector has {qvec.shape[0]} dimensions, this memory's vectors {self._dim}: "
+                    f"embed the query with the memory's embedder ({self.embedder.id})"
+                )
+            qvec = normalise_rows(qvec)[0]
+        else:
+            if not isinstance(query, str) or not query.strip() or len(query) > limits.max_query_chars:
+                raise InvalidQueryError(
+                    f"query must be a non-empty string of at most {limits.max_query_chars} characters"
+                )
+            qvec = self.embedder.embed_queries([query])[0]
+        with self._lock(namespace):
+            st = self._state(namespace)
+
+            def wanted(node_id: str) -> bool:
+                node = st.graph.get(node_id) if st.graph.has(node_id) else None
+                if node is None:
+                    return False
+                if not include_archived and (node.status == Status.ARCHIVED or node.kind == NodeKind.ARCHIVE):
+                    return False
+                return keep is None or keep(node)
+
+            return st.node_vectors.nearest(qvec, k, keep=wanted)
 
     def close(self) -> None:
         with self._guard:

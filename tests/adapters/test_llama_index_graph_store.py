@@ -23,13 +23,9 @@ from llama_index.core.graph_stores.types import (
 )
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
-from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from mnemis_integrations import EdgeKind, NodeKind, Status
 from mnemis_integrations.llama_index import MnemisPGRetriever, MnemisPropertyGraphStore
-from mnemis_integrations.llama_index import graph_store as graph_store_module
-
-OWN_PROPERTIES_PERSIST = graph_store_module._NODE_HAS_PROPERTIES and graph_store_module._EDGE_HAS_PROPERTIES
 
 
 @pytest.fixture(autouse=True)
@@ -78,14 +74,15 @@ def test_pg_store_round_trip_upsert_get_rel_map_update_delete(pg_store, mem):
     assert [(s.id, r.label, o.id, r.properties) for s, r, o in works_for] == [
         ("Logan", "WORKS_FOR", "LlamaIndex", {"since": 2023})
     ]
-    assert {(s.id, r.label, o.id) for s, r, o in pg_store.get_triplets(entity_names=["Logan"])} == {
+    # (plus what Mnemis built from the text node's message: its fragment mentions Logan too)
+    assert {(s.id, r.label, o.id) for s, r, o in pg_store.get_triplets(entity_names=["Logan"])} >= {
         ("Logan", "WORKS_FOR", "LlamaIndex"),
         (source_node.node_id, "MENTIONS", "Logan"),
     }
 
     # rel map: the entity's neighbourhood, MENTIONS left out as in the Neo4j store
-    paths = pg_store.get_rel_map(kg_nodes, depth=1)
-    assert [(p[0].id, p[1].id, p[2].id) for p in paths] == [(entity1.id, relation.id, entity2.id)]
+    paths = {(p[0].id, p[1].id, p[2].id) for p in pg_store.get_rel_map(kg_nodes, depth=1)}
+    assert (entity1.id, relation.id, entity2.id) in paths and not any(r == "MENTIONS" for _, r, _ in paths)
 
     # the original text node comes back
     llama_nodes = pg_store.get_llama_nodes([source_node.node_id])
@@ -105,7 +102,7 @@ def test_pg_store_round_trip_upsert_get_rel_map_update_delete(pg_store, mem):
     assert pg_store.get(ids=[entity1.id, entity2.id]) == []
     assert pg_store.get_llama_nodes([source_node.node_id]) == []
     assert pg_store.get_triplets(relation_names=["WORKS_FOR", "MENTIONS"]) == []
-    assert len(mem.graph("pg")) == 0
+    assert "pg" not in mem.namespaces()  # its one message forgotten, the namespace went with it
 
 
 def test_written_nodes_and_relations_are_mnemis_nodes_and_edges(pg_store, mem):
@@ -228,10 +225,8 @@ def test_reads_of_a_namespace_without_memory_are_empty(mem):
     assert "nobody" not in mem.namespaces()
 
 
-def test_structured_and_vector_queries_are_refused_with_the_alternative(pg_store):
-    assert not pg_store.supports_vector_queries and not pg_store.supports_structured_queries
-    with pytest.raises(NotImplementedError, match="MnemisPGRetriever"):
-        pg_store.vector_query(VectorStoreQuery(query_embedding=[0.0] * 8, similarity_top_k=2))
+def test_structured_queries_are_refused_with_the_alternative(pg_store):
+    assert not pg_store.supports_structured_queries
     with pytest.raises(NotImplementedError, match="get_rel_map"):
         pg_store.structured_query("MATCH (n) RETURN n")
 
@@ -247,11 +242,6 @@ def test_written_graph_survives_reopening_the_memory(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    not OWN_PROPERTIES_PERSIST,
-    reason="core Node/Edge have no `properties` field yet: own properties and labels live in the store object",
-    strict=True,
-)
 def test_own_properties_and_labels_survive_reopening_the_memory(tmp_path):
     path = str(tmp_path / "mem.db")
     store = MnemisPropertyGraphStore(memory=make_memory(path), namespace="pg")
@@ -320,7 +310,7 @@ def test_index_inserts_documents_through_the_store_and_deletes_them_by_ref_doc(p
     assert [(s.id, r.label, o.id) for s, r, o in pg_store.get_triplets(relation_names=["WORKS_FOR"])] == [
         ("Logan", "WORKS_FOR", "LlamaIndex")
     ]
-    (chunk,) = [n for n in pg_store.get() if isinstance(n, ChunkNode)]
+    (chunk,) = [n for n in pg_store.get() if isinstance(n, ChunkNode) and n.label == "text_chunk"]
     assert chunk.text == "Logan works for LlamaIndex." and chunk.properties["ref_doc_id"] == "doc-1"
     assert [n.get_content() for n in pg_store.get_llama_nodes([chunk.id])] == [doc.text]
 

