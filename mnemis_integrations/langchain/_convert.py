@@ -20,6 +20,8 @@ from ..errors import InvalidNamespaceError
 
 __all__ = [
     "NAMESPACE_SEPARATOR",
+    "decode_label",
+    "encode_label",
     "format_hit",
     "format_hits",
     "format_memory_line",
@@ -32,16 +34,22 @@ __all__ = [
     "parse_store_message_id",
     "role_for_speaker",
     "speaker_for_role",
+    "stale_message_ids",
     "store_message_id",
+    "str_to_namespace",
     "value_digest",
     "value_to_text",
 ]
 
 NAMESPACE_SEPARATOR = ":"
-# A LangGraph namespace label becomes one ':'-separated part of a Mnemis namespace, so a label
-# may not hold ':' itself (("a:b",) and ("a", "b") would collide). LangGraph already forbids '.'.
-_LABEL_RE = re.compile(r"^[A-Za-z0-9_@-]+$")
+# A LangGraph namespace label becomes one ':'-separated part of a Mnemis namespace. Characters a
+# Mnemis namespace cannot hold, ':' (("a:b",) and ("a", "b") must not collide) and '.' itself are
+# escaped as '.' + hex bytes, so every '.' of an encoded label starts an escape.
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_@-]+")
+_ESCAPES = re.compile(r"(?:\.[0-9a-f]{2})+")
 _MAX_NAMESPACE_LEN = 128
+_HASHED_MARK = ".."
+_DIGEST_CHARS = 32  # 128 bits of sha256: no two shortened namespaces meet in practice
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,32 +142,70 @@ def format_hits(
 # ---------------------------------------------------------------------------------------------
 
 
+def encode_label(label: str) -> str:
+    """One LangGraph namespace label as a part of a Mnemis namespace, reversibly.
+
+    Letters, digits, ``_``, ``-`` and ``@`` stay as they are, so a plain label keeps its name;
+    every other character (``.`` too) becomes ``.`` and the hex of its UTF-8 bytes, so a ``.`` in an
+    encoded label always starts such an escape (:func:`decode_label`).
+
+    Examples:
+        >>> encode_label("user-1"), encode_label("user:42"), encode_label("Zoë"), encode_label("org/team")
+        ('user-1', 'user.3a42', 'Zo.c3.ab', 'org.2fteam')
+        >>> decode_label(encode_label("john smith|auth0"))
+        'john smith|auth0'
+    """
+    return _UNSAFE_CHARS.sub(
+        lambda m: "".join(f".{b:02x}" for b in m.group().encode("utf-8", "surrogatepass")), label
+    )
+
+
+def decode_label(encoded: str) -> str:
+    """The label :func:`encode_label` was given."""
+    return _ESCAPES.sub(
+        lambda m: bytes.fromhex(m.group().replace(".", "")).decode("utf-8", "surrogatepass"), encoded
+    )
+
+
 def namespace_to_str(namespace: Sequence[str]) -> str:
     """Map a LangGraph namespace tuple to the Mnemis namespace that holds its memory.
 
-    Labels are joined with ``':'``. Each label must be letters, digits, ``_``, ``-`` or ``@``
-    (``':'`` is the separator and LangGraph itself forbids ``'.'``), and the joined name
-    must be at most 128 characters.
+    Labels are encoded with :func:`encode_label` and joined with ``':'``, so every namespace
+    LangGraph accepts has one, and two namespaces never share one: ``("memories", "u1")`` ->
+    ``"memories:u1"``, ``("users", "user:42")`` -> ``"users:user.3a42"``. Mnemis names hold at most
+    128 characters; a longer one keeps its first characters and ends with ``".."`` and a
+    sha256 digest of the whole (escapes never put two dots together, so it cannot meet the name
+    of a shorter namespace). :func:`str_to_namespace` reverses every name but those.
 
     Raises:
-        InvalidNamespaceError: if the tuple is empty, a label is not allowed or the result is too long.
+        InvalidNamespaceError: the tuple is empty or a label is not a non-empty string.
 
     Examples:
         >>> namespace_to_str(("memories", "user-1"))
         'memories:user-1'
-        >>> namespace_to_str(("a:b",))  # doctest: +IGNORE_EXCEPTION_DETAIL
-        Traceback (most recent call last):
-        mnemis_integrations.errors.InvalidNamespaceError: ...
+        >>> len(namespace_to_str(("x" * 200,))), str_to_namespace(namespace_to_str(("x" * 200,)))
+        (128, None)
     """
     parts = tuple(namespace)
-    if not parts or not all(isinstance(p, str) and _LABEL_RE.fullmatch(p) for p in parts):
-        raise _store_namespace_error(parts, "each label must be 1+ letters, digits, '_', '-' or '@'")
-    joined = NAMESPACE_SEPARATOR.join(parts)
-    if len(joined) > _MAX_NAMESPACE_LEN:
-        raise _store_namespace_error(
-            parts, f"the labels joined with ':' exceed {_MAX_NAMESPACE_LEN} characters"
-        )
-    return joined
+    if not parts or not all(isinstance(p, str) and p for p in parts):
+        raise _store_namespace_error(parts, "give one or more non-empty string labels")
+    joined = NAMESPACE_SEPARATOR.join(encode_label(p) for p in parts)
+    if len(joined) <= _MAX_NAMESPACE_LEN:
+        return joined
+    digest = hashlib.sha256(joined.encode("ascii")).hexdigest()[:_DIGEST_CHARS]
+    return joined[: _MAX_NAMESPACE_LEN - len(_HASHED_MARK) - _DIGEST_CHARS] + _HASHED_MARK + digest
+
+
+def str_to_namespace(name: str) -> tuple[str, ...] | None:
+    """The LangGraph namespace a Mnemis namespace was made from; ``None`` for a shortened one.
+
+    Examples:
+        >>> str_to_namespace("users:user.3a42")
+        ('users', 'user:42')
+    """
+    if _HASHED_MARK in name:
+        return None
+    return tuple(decode_label(part) for part in name.split(NAMESPACE_SEPARATOR))
 
 
 def _store_namespace_error(parts: tuple, reason: str) -> InvalidNamespaceError:
@@ -297,22 +343,45 @@ def _apply(item: Any, op: str, arg: Any) -> bool:
 
 def keys_in_recall_order(
     hits: Iterable[MemoryHit],
-) -> list[tuple[str, str, MemoryHit]]:
-    """``(key, digest, best hit)`` for every store item a recall touches, best first, no repeats.
+) -> list[tuple[str, str, str, MemoryHit]]:
+    """``(key, digest, message id, best hit)`` for every store item a recall touches, best first, no repeats.
 
     A hit covers the messages in its ``source_ids``; each store message id names a key and
     the version (digest) of its value. A key first seen in a better hit keeps that hit.
     Ids the store did not make are skipped.
     """
     seen: set[tuple[str, str]] = set()
-    out: list[tuple[str, str, MemoryHit]] = []
+    out: list[tuple[str, str, str, MemoryHit]] = []
     for hit in hits:
         for mid in hit.source_ids:
             parsed = parse_store_message_id(mid)
             if parsed is None or parsed in seen:
                 continue
             seen.add(parsed)
-            out.append((parsed[0], parsed[1], hit))
+            out.append((parsed[0], parsed[1], mid, hit))
+    return out
+
+
+def stale_message_ids(stored_ids: Iterable[str], latest: Mapping[str, str | None]) -> list[str]:
+    """Store message ids of the keys in ``latest`` other than each key's latest message id.
+
+    ``latest`` maps a written key to the id of its new message, or ``None`` when it has none
+    (deleted, or put without ingesting): every earlier version of those keys is stale.
+
+    Examples:
+        >>> old = store_message_id("tea", {"t": "green"}, "green")
+        >>> new = store_message_id("tea", {"t": "oolong"}, "oolong")
+        >>> other = store_message_id("rex", {"t": "beagle"}, "beagle")
+        >>> stale_message_ids([old, new, other, "chat-1"], {"tea": new}) == [old]
+        True
+        >>> stale_message_ids([old, other], {"rex": None}) == [other]
+        True
+    """
+    out = []
+    for mid in stored_ids:
+        key = mid.rpartition("#")[0]  # cheap first: a store scans every id of a namespace per write
+        if key in latest and latest[key] != mid and parse_store_message_id(mid) is not None:
+            out.append(mid)
     return out
 
 
