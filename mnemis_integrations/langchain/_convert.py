@@ -11,21 +11,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..core.retrieval.results import MemoryHit
-from ..errors import InvalidNamespaceError
+from ..errors import ConfigError, InvalidNamespaceError
 
 __all__ = [
     "NAMESPACE_SEPARATOR",
+    "check_namespace_template",
     "decode_label",
     "encode_label",
+    "fill_namespace",
     "format_hit",
     "format_hits",
     "format_memory_line",
     "hit_metadata",
+    "is_namespace_template",
     "keys_in_recall_order",
     "last_turn",
     "matches_filter",
@@ -33,6 +36,7 @@ __all__ = [
     "namespace_to_str",
     "parse_store_message_id",
     "role_for_speaker",
+    "run_value",
     "speaker_for_role",
     "stale_message_ids",
     "store_message_id",
@@ -48,6 +52,7 @@ NAMESPACE_SEPARATOR = ":"
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_@-]+")
 _ESCAPES = re.compile(r"(?:\.[0-9a-f]{2})+")
 _MAX_NAMESPACE_LEN = 128
+_NAMESPACE_RE = re.compile(r"[A-Za-z0-9_.:@-]+")  # what core.messages.validate_namespace takes
 _HASHED_MARK = ".."
 _DIGEST_CHARS = 32  # 128 bits of sha256: no two shortened namespaces meet in practice
 
@@ -383,6 +388,85 @@ def stale_message_ids(stored_ids: Iterable[str], latest: Mapping[str, str | None
         if key in latest and latest[key] != mid and parse_store_message_id(mid) is not None:
             out.append(mid)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Namespace templates: "{user_id}", "team-{team_id}" filled per run
+# ---------------------------------------------------------------------------------------------
+
+_TEMPLATE_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def is_namespace_template(namespace: str) -> bool:
+    """Whether a namespace names run values in braces (``"{user_id}"``); a Mnemis namespace holds no brace.
+
+    Examples:
+        >>> is_namespace_template("team-{team_id}"), is_namespace_template("u1")
+        (True, False)
+    """
+    return "{" in namespace or "}" in namespace
+
+
+def check_namespace_template(template: str) -> str:
+    """The template, if every brace is a ``{field}`` and the rest can be part of a namespace.
+
+    Raises:
+        ConfigError: a stray brace, an odd field name, or characters no namespace may hold.
+
+    Examples:
+        >>> check_namespace_template("team-{team_id}")
+        'team-{team_id}'
+    """
+    if not _TEMPLATE_FIELD.search(template) or not _NAMESPACE_RE.fullmatch(_TEMPLATE_FIELD.sub("x", template)):
+        raise ConfigError(
+            f"namespace template {template!r}: write run values as {{name}} (letters, digits, '_') among "
+            "letters, digits, '_', '-', '.', ':' or '@'"
+        )
+    return template
+
+
+def run_value(name: str, context: Any, configurable: Mapping[str, Any] | None) -> Any:
+    """A value of the current run: the runtime context's field or key ``name``, else ``configurable[name]``.
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> run_value("user_id", SimpleNamespace(user_id="u1"), {"user_id": "u2"})
+        'u1'
+        >>> run_value("user_id", None, {"user_id": "u2"}), run_value("team", {"team": "t"}, None)
+        ('u2', 't')
+    """
+    found = context.get(name) if isinstance(context, Mapping) else getattr(context, name, None)
+    if found is None and configurable:
+        found = configurable.get(name)
+    return found
+
+
+def fill_namespace(template: str, lookup: Callable[[str], Any]) -> str:
+    """The template with each ``{field}`` replaced by ``lookup(field)``, encoded as a label.
+
+    Values are encoded with :func:`encode_label`, so any user id makes a valid namespace and a
+    plain one (``"u1"``) reads as itself.
+
+    Raises:
+        ConfigError: ``lookup`` gave nothing for a field.
+
+    Examples:
+        >>> fill_namespace("team-{team_id}", {"team_id": "acme"}.get)
+        'team-acme'
+        >>> fill_namespace("{user_id}", {"user_id": "auth0|42"}.get)
+        'auth0.7c42'
+    """
+
+    def value(match: re.Match) -> str:
+        found = lookup(match.group(1))
+        if found is None or found == "":
+            raise ConfigError(
+                f"namespace template {template!r} needs {match.group(1)!r}: give it in the agent's runtime "
+                f"context (invoke(..., context=...)) or in config['configurable']"
+            )
+        return encode_label(str(found))
+
+    return _TEMPLATE_FIELD.sub(value, template)
 
 
 # ---------------------------------------------------------------------------------------------
