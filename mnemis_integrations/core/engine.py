@@ -494,8 +494,9 @@ class MnemisMemory:
         :meth:`search` scores are normalised over one namespace's candidates, and every message
         of a fragment shares its hit's; these are per message and mean the same in every
         namespace (:mod:`~mnemis_integrations.core.retrieval.message_match`), to rank single
-        messages, or hits merged from several namespaces, against each other. Nothing is
-        embedded but the query.
+        messages, or hits merged from several namespaces, against each other. Compare the
+        scores of one call: query terms are weighted by how many of the given messages hold
+        them. Nothing is embedded but the query.
 
         Args:
             query: what to match.
