@@ -687,7 +687,9 @@ class MnemisMemory:
             self._store.purge()  # also when nothing was found: a retried erasure completes the purge
         return report
 
-    async def aforget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> ForgetReport:
+    async def aforget(
+        self, message_ids: Iterable[str] | None = None, namespace: str | None = None
+    ) -> ForgetReport:
         return await asyncio.to_thread(self.forget, message_ids, namespace)
 
     def purge(self) -> None:

@@ -417,7 +417,8 @@ def check_namespace_template(template: str) -> str:
         >>> check_namespace_template("team-{team_id}")
         'team-{team_id}'
     """
-    if not _TEMPLATE_FIELD.search(template) or not _NAMESPACE_RE.fullmatch(_TEMPLATE_FIELD.sub("x", template)):
+    rest = _TEMPLATE_FIELD.sub("x", template)
+    if not _TEMPLATE_FIELD.search(template) or not _NAMESPACE_RE.fullmatch(rest):
         raise ConfigError(
             f"namespace template {template!r}: write run values as {{name}} (letters, digits, '_') among "
             "letters, digits, '_', '-', '.', ':' or '@'"

@@ -183,7 +183,8 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             return {"namespace": self.namespace(runtime)}
         if is_namespace_template(self.namespace):
             context = getattr(runtime, "context", None)
-            return {"namespace": fill_namespace(self.namespace, lambda f: run_value(f, context, _configurable()))}
+            filled = fill_namespace(self.namespace, lambda name: run_value(name, context, _configurable()))
+            return {"namespace": filled}
         return {"namespace": self.namespace}
 
 

@@ -230,7 +230,8 @@ def create_remember_tool(
     per_call = _namespace_kwargs(namespace)
 
     def record(content: str) -> list[dict[str, Any]]:
-        return [{"id": remembered_id(content), "speaker": speaker, "text": content.strip(), "timestamp": clock()}]
+        text = content.strip()
+        return [{"id": remembered_id(text), "speaker": speaker, "text": text, "timestamp": clock()}]
 
     def reply(added: int, content: str) -> str:
         return f"{'Remembered' if added else 'Already remembered'}: {content.strip()}"

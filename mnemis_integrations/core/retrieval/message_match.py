@@ -47,7 +47,8 @@ def term_coverage(query_terms: Collection[str], message_terms: Sequence[Collecti
     if not terms or not message_terms:
         return np.zeros(len(message_terms))
     n = len(message_terms)
-    idf = {t: math.log(1 + (n - (df := sum(t in m for m in message_terms)) + 0.5) / (df + 0.5)) for t in terms}
+    df = {t: sum(t in m for m in message_terms) for t in terms}
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     whole = sum(idf.values())
     return np.array([sum(idf[t] for t in terms if t in m) / whole for m in message_terms])
 
@@ -62,7 +63,8 @@ def message_match(
 ) -> np.ndarray:
     """Each message's match in [0, 1]: calibrated cosine and term coverage, mixed.
 
-    >>> message_match(np.array([0.9, 0.6]), {"tea"}, [{"tea"}, set()], threshold=0.5, lexical_weight=0.5).round(2).tolist()
+    >>> scores = message_match(np.array([0.9, 0.6]), {"tea"}, [{"tea"}, set()], threshold=0.5, lexical_weight=0.5)
+    >>> scores.round(2).tolist()
     [0.9, 0.1]
     """
     dense = calibrated_cosine(cosines, threshold)
