@@ -149,12 +149,3 @@ def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
     retriever.delete_namespace()
     assert memory.namespaces() == [] and retriever.retrieve("refund") == []
 
-
-async def test_async_delete_forgets_in_the_named_namespace():
-    memory = make_memory()
-    memory.add_messages([{"id": "x1", "speaker": "user", "text": "My passport number is X4471922."}], namespace="u2")
-    retriever = MnemisRetriever(memory=memory, namespace="u1")
-    await retriever.adelete(["x1"], namespace="u2")
-    assert memory.namespaces() == ["u1"]
-    await retriever.adelete_namespace()
-    assert memory.namespaces() == []
