@@ -15,15 +15,8 @@ from langgraph.runtime import Runtime
 from ..core.engine import MnemisMemory
 from ..core.retrieval.results import MemoryHit
 from ..errors import NamespaceNotFoundError
-from ._convert import (
-    check_namespace_template,
-    fill_namespace,
-    format_hits,
-    is_namespace_template,
-    last_turn,
-    message_record,
-    run_value,
-)
+from ._convert import format_hits, last_turn, message_record
+from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 
 __all__ = ["DEFAULT_HEADER", "MnemisMemoryMiddleware"]
 

@@ -9,7 +9,7 @@ How names map:
     ``("memories", "u1")`` -> ``"memories:u1"``. Any label LangGraph accepts is taken: characters
     a Mnemis namespace cannot hold are escaped reversibly (``("users", "user:42")`` ->
     ``"users:user.3a42"``), and a name past 128 characters is shortened with a digest (see
-    :func:`._convert.namespace_to_str`). ``list_namespaces`` answers with the labels as given.
+    :func:`._namespaces.namespace_to_str`). ``list_namespaces`` answers with the labels as given.
     Each put becomes one message with id ``"<key>#<value digest>:<text digest>"`` and the value's
     text (see :func:`._convert.value_to_text`), so re-putting the same value stores it once.
 
@@ -76,12 +76,12 @@ from ..errors import ConfigError, NamespaceNotFoundError
 from ._convert import (
     keys_in_recall_order,
     matches_filter,
-    namespace_to_str,
     stale_message_ids,
     store_message_id,
     value_digest,
     value_to_text,
 )
+from ._namespaces import namespace_to_str
 
 __all__ = ["MnemisSearchItem", "MnemisStore", "item_level_config"]
 

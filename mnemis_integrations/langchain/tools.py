@@ -21,13 +21,8 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from ..core.engine import MnemisMemory
-from ._convert import (
-    check_namespace_template,
-    fill_namespace,
-    format_memory_line,
-    is_namespace_template,
-    run_value,
-)
+from ._convert import format_memory_line
+from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 from .retriever import MnemisRetriever
 
 __all__ = [

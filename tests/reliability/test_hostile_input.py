@@ -201,7 +201,7 @@ def test_each_boundary_case_of_the_storage_review_gets_its_typed_error(tmp_path)
 
     from mnemis_integrations import InvalidMessageError, InvalidNamespaceError
     from mnemis_integrations.errors import StoreError
-    from mnemis_integrations.langchain._convert import namespace_to_str
+    from mnemis_integrations.langchain._namespaces import namespace_to_str
 
     path = tmp_path / "v.db"
     mem = MnemisMemory(path=path, embedder=HashingEmbedder())
