@@ -191,3 +191,14 @@ def test_middlewares_are_named_after_their_namespace_or_function():
     assert MnemisMemoryMiddleware(mem, namespace="memories:u1").name == "MnemisMemoryMiddleware[memories.u1]"
     assert MnemisMemoryMiddleware(mem, namespace=team_of).name == "MnemisMemoryMiddleware[team_of]"
     assert MnemisMemoryMiddleware(mem, namespace=lambda rt: "x", name="team").name == "team"
+
+
+def test_a_template_namespace_falls_back_to_configurable_without_a_context():
+    mem = seeded_memory("u1")
+    model = ScriptedChatModel.of("Not yet.")
+    middleware = MnemisMemoryMiddleware(mem, namespace="{user_id}", k=2, clock=lambda: FIXED)
+    create_agent(model, tools=[], middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": QUESTION}]}, config={"configurable": {"user_id": "u1"}}
+    )
+    assert DEFAULT_HEADER in model.last_system_prompt and "refund" in model.last_system_prompt.lower()
+    assert texts(mem, "u1")[-2:] == [QUESTION, "Not yet."]
