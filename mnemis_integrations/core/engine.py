@@ -6,7 +6,7 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -33,6 +33,7 @@ from .messages import coerce_messages, parse_moment, validate_namespace
 from .model import Message, Node, NodeKind, Status
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
+from .retrieval.message_match import message_match
 from .retrieval.render import render
 from .retrieval.results import MemoryHit
 from .retrieval.search import dual_path_search
@@ -40,6 +41,7 @@ from .state import NamespaceState
 from .storage.base import ConcurrentWriteError, Delta
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
+from .text import lexical_terms
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -56,6 +58,13 @@ T = TypeVar("T")
 # ConcurrentWriteError reaches the caller (nothing of the batch is written).
 _WRITE_ATTEMPTS = 20
 _RETRY_PAUSE_S = 0.02
+
+
+def _check_query(query: Any, cfg: MemoryConfig) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("query must be a non-empty string")
+    if len(query) > cfg.limits.max_query_chars:
+        raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
 
 
 def _check_budget(max_tokens: Any) -> None:
@@ -426,10 +435,7 @@ class MnemisMemory:
         """
         validate_namespace(namespace)
         cfg = config or self.config
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidQueryError("query must be a non-empty string")
-        if len(query) > cfg.limits.max_query_chars:
-            raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
+        _check_query(query, cfg)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
             raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
         if max_tokens is not None:
@@ -522,10 +528,7 @@ class MnemisMemory:
                 )
             qvec = normalise_rows(qvec)[0]
         else:
-            if not isinstance(query, str) or not query.strip() or len(query) > limits.max_query_chars:
-                raise InvalidQueryError(
-                    f"query must be a non-empty string of at most {limits.max_query_chars} characters"
-                )
+            _check_query(query, self.config)
             qvec = self.embedder.embed_queries([query])[0]
         with self._lock(namespace):
             st = self._state(namespace)
@@ -539,6 +542,62 @@ class MnemisMemory:
                 return keep is None or keep(node)
 
             return st.node_vectors.nearest(qvec, k, keep=wanted)
+
+    def score_messages(
+        self, query: str, message_ids: Mapping[str, Iterable[str]], *, config: MemoryConfig | None = None
+    ) -> dict[tuple[str, str], float]:
+        """How well each given message matches ``query``, on one scale across namespaces.
+
+        :meth:`search` scores are normalised over one namespace's candidates, and every message
+        of a fragment shares its hit's; these are per message and mean the same in every
+        namespace (:mod:`~mnemis_integrations.core.retrieval.message_match`), to rank single
+        messages, or hits merged from several namespaces, against each other. Compare the
+        scores of one call: query terms are weighted by how many of the given messages hold
+        them. Nothing is embedded but the query.
+
+        Args:
+            query: what to match.
+            message_ids: namespace -> ids of its messages to score.
+            config: per-call override (its semantic threshold and lexical weight count).
+
+        Returns:
+            ``{(namespace, message_id): score in [0, 1]}``; ids or namespaces not stored are left out.
+
+        Raises:
+            InvalidQueryError: empty or over-long query.
+            InvalidNamespaceError: a namespace name is not acceptable.
+        """
+        cfg = config or self.config
+        _check_query(query, cfg)
+        wanted = {validate_namespace(ns): list(dict.fromkeys(ids)) for ns, ids in message_ids.items()}
+        if not any(wanted.values()):
+            return {}
+        qvec = self.embedder.embed_queries([query])[0]  # outside the locks: it can take a while
+        keys: list[tuple[str, str]] = []
+        cosines: list[np.ndarray] = []
+        terms: list[set[str]] = []
+        for ns, ids in wanted.items():
+            with self._lock(ns):
+                st = self._current_state(ns)
+                present = [i for i in ids if st is not None and i in st.msg_vectors]
+                if present:
+                    cosines.append(st.msg_vectors.similarities(qvec, present))
+                    terms += [st.lexical.terms(i) for i in present]
+                    keys += [(ns, i) for i in present]
+        if not keys:
+            return {}
+        sem = cfg.semantic
+        scores = message_match(
+            np.concatenate(cosines), set(lexical_terms(query)), terms,
+            threshold=sem.threshold if sem.threshold is not None else self.profile.semantic_threshold,
+            lexical_weight=sem.lexical_weight,
+        )
+        return {key: round(float(s), 6) for key, s in zip(keys, scores)}
+
+    async def ascore_messages(
+        self, query: str, message_ids: Mapping[str, Iterable[str]], **kwargs: Any
+    ) -> dict[tuple[str, str], float]:
+        return await asyncio.to_thread(self.score_messages, query, message_ids, **kwargs)
 
     def close(self) -> None:
         with self._guard:
@@ -684,6 +743,11 @@ class MnemisMemory:
             report = self._retrying(ns, attempt)
             self._store.purge()  # also when nothing was found: a retried erasure completes the purge
         return report
+
+    async def aforget(
+        self, message_ids: Iterable[str] | None = None, namespace: str | None = None
+    ) -> ForgetReport:
+        return await asyncio.to_thread(self.forget, message_ids, namespace)
 
     def purge(self) -> None:
         """Make what was deleted unrecoverable from the store's files (see :meth:`forget`)."""

@@ -3,7 +3,8 @@
 Each public name loads its module on first use, so importing this package costs nothing and
 asks only for ``langchain-core``; the names that need more say which extra to install:
 
-- ``MnemisRetriever``, ``create_recall_tool``, ``MnemisChatMessageHistory``: ``[langchain]``
+- ``MnemisRetriever``, ``create_recall_tool``, ``create_remember_tool``, ``MnemisChatMessageHistory``:
+  ``[langchain]``
 - ``MnemisStore``, ``MnemisSearchItem`` (LangGraph store): ``[langgraph]``
 - ``MnemisMemoryMiddleware`` (``create_agent`` middleware): ``[langgraph]``
 - ``mnemis_integrations.langchain.classic.MnemisClassicMemory`` (legacy ``BaseMemory``): ``[classic]``
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from .middleware import MnemisMemoryMiddleware
     from .retriever import MnemisRetriever
     from .store import MnemisSearchItem, MnemisStore
-    from .tools import create_recall_tool
+    from .tools import create_recall_tool, create_remember_tool
 
 __all__ = [
     "MnemisChatMessageHistory",
@@ -41,12 +42,14 @@ __all__ = [
     "MnemisSearchItem",
     "MnemisStore",
     "create_recall_tool",
+    "create_remember_tool",
 ]
 
 # name -> (module, the packages it needs beyond langchain-core, the extra that installs them)
 _LAZY: dict[str, tuple[str, tuple[str, ...], str]] = {
     "MnemisRetriever": ("retriever", (), "langchain"),
     "create_recall_tool": ("tools", (), "langchain"),
+    "create_remember_tool": ("tools", (), "langchain"),
     "MnemisChatMessageHistory": ("history", (), "langchain"),
     "MnemisStore": ("store", ("langgraph",), "langgraph"),
     "MnemisSearchItem": ("store", ("langgraph",), "langgraph"),

@@ -16,10 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from ..core.retrieval.results import MemoryHit
-from ..errors import InvalidNamespaceError
 
 __all__ = [
-    "NAMESPACE_SEPARATOR",
     "format_hit",
     "format_hits",
     "format_memory_line",
@@ -28,20 +26,15 @@ __all__ = [
     "last_turn",
     "matches_filter",
     "message_record",
-    "namespace_to_str",
     "parse_store_message_id",
     "role_for_speaker",
     "speaker_for_role",
+    "stale_message_ids",
     "store_message_id",
     "value_digest",
     "value_to_text",
 ]
 
-NAMESPACE_SEPARATOR = ":"
-# A LangGraph namespace label becomes one ':'-separated part of a Mnemis namespace, so a label
-# may not hold ':' itself (("a:b",) and ("a", "b") would collide). LangGraph already forbids '.'.
-_LABEL_RE = re.compile(r"^[A-Za-z0-9_@-]+$")
-_MAX_NAMESPACE_LEN = 128
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,42 +123,8 @@ def format_hits(
 
 
 # ---------------------------------------------------------------------------------------------
-# LangGraph store: namespaces, message ids, values
+# LangGraph store: message ids, values
 # ---------------------------------------------------------------------------------------------
-
-
-def namespace_to_str(namespace: Sequence[str]) -> str:
-    """Map a LangGraph namespace tuple to the Mnemis namespace that holds its memory.
-
-    Labels are joined with ``':'``. Each label must be letters, digits, ``_``, ``-`` or ``@``
-    (``':'`` is the separator and LangGraph itself forbids ``'.'``), and the joined name
-    must be at most 128 characters.
-
-    Raises:
-        InvalidNamespaceError: if the tuple is empty, a label is not allowed or the result is too long.
-
-    Examples:
-        >>> namespace_to_str(("memories", "user-1"))
-        'memories:user-1'
-        >>> namespace_to_str(("a:b",))  # doctest: +IGNORE_EXCEPTION_DETAIL
-        Traceback (most recent call last):
-        mnemis_integrations.errors.InvalidNamespaceError: ...
-    """
-    parts = tuple(namespace)
-    if not parts or not all(isinstance(p, str) and _LABEL_RE.fullmatch(p) for p in parts):
-        raise _store_namespace_error(parts, "each label must be 1+ letters, digits, '_', '-' or '@'")
-    joined = NAMESPACE_SEPARATOR.join(parts)
-    if len(joined) > _MAX_NAMESPACE_LEN:
-        raise _store_namespace_error(
-            parts, f"the labels joined with ':' exceed {_MAX_NAMESPACE_LEN} characters"
-        )
-    return joined
-
-
-def _store_namespace_error(parts: tuple, reason: str) -> InvalidNamespaceError:
-    err = InvalidNamespaceError(parts)
-    err.args = (f"invalid store namespace {parts!r} for Mnemis: {reason}",)
-    return err
 
 
 def value_digest(value: Mapping[str, Any]) -> str:
@@ -297,22 +256,45 @@ def _apply(item: Any, op: str, arg: Any) -> bool:
 
 def keys_in_recall_order(
     hits: Iterable[MemoryHit],
-) -> list[tuple[str, str, MemoryHit]]:
-    """``(key, digest, best hit)`` for every store item a recall touches, best first, no repeats.
+) -> list[tuple[str, str, str, MemoryHit]]:
+    """``(key, digest, message id, best hit)`` for every store item a recall touches, best first, no repeats.
 
     A hit covers the messages in its ``source_ids``; each store message id names a key and
     the version (digest) of its value. A key first seen in a better hit keeps that hit.
     Ids the store did not make are skipped.
     """
     seen: set[tuple[str, str]] = set()
-    out: list[tuple[str, str, MemoryHit]] = []
+    out: list[tuple[str, str, str, MemoryHit]] = []
     for hit in hits:
         for mid in hit.source_ids:
             parsed = parse_store_message_id(mid)
             if parsed is None or parsed in seen:
                 continue
             seen.add(parsed)
-            out.append((parsed[0], parsed[1], hit))
+            out.append((parsed[0], parsed[1], mid, hit))
+    return out
+
+
+def stale_message_ids(stored_ids: Iterable[str], latest: Mapping[str, str | None]) -> list[str]:
+    """Store message ids of the keys in ``latest`` other than each key's latest message id.
+
+    ``latest`` maps a written key to the id of its new message, or ``None`` when it has none
+    (deleted, or put without ingesting): every earlier version of those keys is stale.
+
+    Examples:
+        >>> old = store_message_id("tea", {"t": "green"}, "green")
+        >>> new = store_message_id("tea", {"t": "oolong"}, "oolong")
+        >>> other = store_message_id("rex", {"t": "beagle"}, "beagle")
+        >>> stale_message_ids([old, new, other, "chat-1"], {"tea": new}) == [old]
+        True
+        >>> stale_message_ids([old, other], {"rex": None}) == [other]
+        True
+    """
+    out = []
+    for mid in stored_ids:
+        key = mid.rpartition("#")[0]  # cheap first: a store scans every id of a namespace per write
+        if key in latest and latest[key] != mid and parse_store_message_id(mid) is not None:
+            out.append(mid)
     return out
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from ..core.engine import MnemisMemory
 from ._convert import message_record
+
+if TYPE_CHECKING:
+    from ..core.maintenance.forget import ForgetReport
 
 __all__ = ["MnemisChatMessageHistory"]
 
@@ -19,13 +23,38 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class _Window(BaseChatMessageHistory):
+    """The default window: a list. langchain-core 1.6.4 deprecated ``InMemoryChatMessageHistory``
+    (it warns when built); a subclass of the chat-history base does not warn."""
+
+    def __init__(self) -> None:
+        self.messages: list[BaseMessage] = []
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.messages.extend(messages)
+
+    def clear(self) -> None:
+        self.messages = []
+
+
 class MnemisChatMessageHistory(BaseChatMessageHistory):
     """The recent conversation window, with every message also kept in long-term memory.
 
-    ``messages`` and ``clear()`` act on a window history (an ``InMemoryChatMessageHistory`` unless
-    you pass another, e.g. a Redis or SQL one). Every added message goes into the Mnemis memory
-    first, then into the window, so recall (``MnemisRetriever``) finds it later even after the
-    window is cleared: ``clear()`` empties the window only, because Mnemis never deletes messages.
+    For ``RunnableWithMessageHistory`` and other users of LangChain's chat-history interface
+    (which langchain-core 1.6.4 marks as legacy; an agent built with ``create_agent`` takes
+    :class:`~.middleware.MnemisMemoryMiddleware` instead). Building one raises no deprecation
+    warning.
+
+    ``messages`` and ``clear()`` act on a window history (an in-memory list unless you pass
+    another, e.g. a Redis or SQL one). Every added message goes into the Mnemis memory first,
+    then into the window, so recall (``MnemisRetriever``) finds it later even after the window
+    is cleared.
+
+    Clearing and erasing are two calls: ``clear()`` empties the window only and long-term memory
+    keeps every message (a new conversation still remembers the old one); :meth:`forget` erases
+    messages from long-term memory (graph, indexes and a persisted file, as
+    ``MnemisMemory.forget``) and from the window. To erase everything a namespace holds, call
+    ``memory.forget(namespace=...)``.
 
     A message without an ``id`` is given a fresh one (kept on the copy stored in the window), so
     the window and the memory name each message the same way. Re-adding a message with the same
@@ -56,7 +85,7 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         self.memory = memory
         self.namespace = namespace
-        self.history = history if history is not None else InMemoryChatMessageHistory()
+        self.history = history if history is not None else _Window()
         self.clock = clock
 
     @property
@@ -80,11 +109,37 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
         await self.history.aadd_messages(messages)
 
     def clear(self) -> None:
-        """Empty the window; the long-term memory keeps every message."""
+        """Empty the window; the long-term memory keeps every message (see :meth:`forget`)."""
         self.history.clear()
 
     async def aclear(self) -> None:
         await self.history.aclear()
+
+    def forget(self, message_ids: Sequence[str] | None = None) -> ForgetReport:
+        """Erase messages from long-term memory and from the window.
+
+        Args:
+            message_ids: the messages to erase; ``None`` erases every message in the window.
+
+        Returns:
+            The memory's :class:`~mnemis_integrations.core.maintenance.forget.ForgetReport`.
+        """
+        window = self.history.messages
+        ids = _ids_to_forget(message_ids, window)
+        report = self.memory.forget(ids, namespace=self._namespace())
+        if (kept := _remaining(window, ids)) is not None:
+            self.history.clear()
+            self.history.add_messages(kept)
+        return report
+
+    async def aforget(self, message_ids: Sequence[str] | None = None) -> ForgetReport:
+        window = await self.history.aget_messages()
+        ids = _ids_to_forget(message_ids, window)
+        report = await self.memory.aforget(ids, namespace=self._namespace())
+        if (kept := _remaining(window, ids)) is not None:
+            await self.history.aclear()
+            await self.history.aadd_messages(kept)
+        return report
 
     def _prepare(self, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], list[dict]]:
         with_ids = [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
@@ -98,3 +153,20 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
 
     def _ns(self) -> dict[str, str]:
         return {} if self.namespace is None else {"namespace": self.namespace}
+
+    def _namespace(self) -> str:
+        return "default" if self.namespace is None else self.namespace
+
+
+
+def _ids_to_forget(message_ids: Sequence[str] | None, window: Sequence[BaseMessage]) -> list[str]:
+    if message_ids is None:
+        return [str(m.id) for m in window if m.id]
+    return [message_ids] if isinstance(message_ids, str) else list(message_ids)
+
+
+def _remaining(window: Sequence[BaseMessage], ids: Sequence[str]) -> list[BaseMessage] | None:
+    """The window without the forgotten messages, or ``None`` when none of them was in it."""
+    gone = set(ids)
+    kept = [m for m in window if str(m.id) not in gone]
+    return kept if len(kept) < len(window) else None

@@ -9,12 +9,14 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import BaseMessage, SystemMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..core.engine import MnemisMemory
 from ..core.retrieval.results import MemoryHit
 from ..errors import NamespaceNotFoundError
 from ._convert import format_hits, last_turn, message_record
+from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 
 __all__ = ["DEFAULT_HEADER", "MnemisMemoryMiddleware"]
 
@@ -39,10 +41,17 @@ class MnemisMemoryMiddleware(AgentMiddleware):
     message and the assistant's text replies) into the memory. Message ids make this idempotent:
     a message saved twice is stored once.
 
+    Several instances can serve one agent (a user's memory and a team's): each is named after its
+    namespace (``MnemisMemoryMiddleware[team-{team_id}]``), which ``create_agent`` needs unique;
+    give ``name=`` when two namespaces are functions.
+
     Args:
         memory: the memory to recall from and save to.
-        namespace: a fixed namespace, a function of the LangGraph ``Runtime`` returning one
-            (e.g. ``lambda rt: rt.context.user_id``), or ``None`` for the memory's default.
+        namespace: a fixed namespace; a template such as ``"{user_id}"`` or ``"team-{team_id}"``,
+            filled on each run from the runtime context (``agent.invoke(..., context=...)``) or
+            else ``config["configurable"]`` (see :func:`~.tools.create_recall_tool`); a function
+            of the LangGraph ``Runtime`` returning one (e.g. ``lambda rt: rt.context.user_id``);
+            or ``None`` for the memory's default.
         k: how many memories to inject.
         header: the line above the injected memories.
         save_turns: whether to ingest each turn after the agent runs.
@@ -50,6 +59,12 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         max_tokens: fit the injected memories into this many tokens (``MnemisMemory.fit_to_budget``:
             fragments narrowed to their best-matching messages first); ``None``: no budget.
         clock: gives the timestamp of saved messages (UTC now by default; pass one in tests).
+        name: the middleware's name in the agent graph; by default the class name with the
+            namespace (or the namespace function's name) in brackets.
+
+    Raises:
+        ValueError: ``k`` or ``max_tokens`` is not positive.
+        ConfigError: a malformed namespace template.
 
     Example:
         .. code-block:: python
@@ -57,6 +72,10 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             from langchain.agents import create_agent
             agent = create_agent(model, tools=[...], middleware=[MnemisMemoryMiddleware(mem, namespace="u1")])
             agent.invoke({"messages": [{"role": "user", "content": "Any news on my refund?"}]})
+
+            # user and team memory side by side
+            middleware = [MnemisMemoryMiddleware(mem, namespace="{user_id}"),
+                          MnemisMemoryMiddleware(mem, namespace="team-{team_id}", save_turns=False)]
     """
 
     def __init__(
@@ -70,20 +89,28 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         max_chars: int | None = None,
         max_tokens: int | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        name: str | None = None,
     ) -> None:
         super().__init__()
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         if max_tokens is not None and max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        if isinstance(namespace, str) and is_namespace_template(namespace):
+            check_namespace_template(namespace)
         self.memory = memory
         self.namespace = namespace
+        self._name = name if name is not None else _default_name(namespace)
         self.k = k
         self.header = header
         self.save_turns = save_turns
         self.max_chars = max_chars
         self.max_tokens = max_tokens
         self.clock = clock
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     # -- recall ----------------------------------------------------------------------------------
 
@@ -147,7 +174,31 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             return {}
         if callable(self.namespace):
             return {"namespace": self.namespace(runtime)}
+        if is_namespace_template(self.namespace):
+            context = getattr(runtime, "context", None)
+            filled = fill_namespace(self.namespace, lambda name: run_value(name, context, _configurable()))
+            return {"namespace": filled}
         return {"namespace": self.namespace}
+
+
+def _default_name(namespace: NamespaceSource) -> str:
+    """``MnemisMemoryMiddleware[<namespace>]``: ``create_agent`` refuses two middlewares of one name,
+    and LangGraph node names may not hold ``':'`` or ``'|'``."""
+    base = MnemisMemoryMiddleware.__name__
+    if namespace is None:
+        return base
+    label = getattr(namespace, "__name__", "<lambda>") if callable(namespace) else namespace
+    if label == "<lambda>":
+        return base
+    return f"{base}[{label.replace(':', '.').replace('|', '.')}]"
+
+
+def _configurable() -> dict[str, Any]:
+    """The run's ``configurable``, read where a middleware hook runs (inside the graph)."""
+    try:
+        return get_config().get("configurable", {})
+    except RuntimeError:  # called outside a run, e.g. in a unit test
+        return {}
 
 
 def _latest_user_text(messages: Sequence[BaseMessage]) -> str:

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 
 from ..core.config import MemoryConfig
 from ..core.engine import MnemisMemory
+from ..core.erasure import Erasure
 from ..errors import NamespaceNotFoundError
 from ._convert import hit_metadata
 
@@ -25,7 +26,7 @@ def to_document(hit: MemoryHit) -> Document:
     return Document(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node_id)
 
 
-class MnemisRetriever(BaseRetriever):
+class MnemisRetriever(Erasure, BaseRetriever):
     """Dual-path recall from a :class:`~mnemis_integrations.MnemisMemory`, as Documents.
 
     Each ``Document`` holds one memory node's text; its metadata says where the node sits and
@@ -34,6 +35,10 @@ class MnemisRetriever(BaseRetriever):
     ``source_ids``, ``time`` (ISO string), ``status``, ``label``, ``namespace`` and ``successors``.
 
     A namespace with no memory yet gives ``[]``. ``k`` and ``namespace`` can be changed per call.
+
+    Erasing goes through the same object: :meth:`delete` forgets messages by id (a Document's
+    ``metadata["source_ids"]`` names them) and :meth:`delete_namespace` a whole namespace, both
+    with ``MnemisMemory.forget`` (text gone from graph, indexes and a persisted file).
 
     Example:
         .. code-block:: python
@@ -47,6 +52,7 @@ class MnemisRetriever(BaseRetriever):
             docs = retriever.invoke("refund status")
             docs[0].metadata["path_str"]        # e.g. "Shopping > Refunds > Late refund"
             retriever.invoke("refund status", k=2, namespace="u2")
+            retriever.delete(["m1"])                  # forget message m1 of namespace u1
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

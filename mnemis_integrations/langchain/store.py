@@ -6,25 +6,33 @@ search with a ``query`` is answered by recall over the memory, then mapped back 
 
 How names map:
     A store namespace tuple becomes the Mnemis namespace of its labels joined with ``':'``:
-    ``("memories", "u1")`` -> ``"memories:u1"``. Labels may hold letters, digits, ``_``, ``-`` and
-    ``@`` (LangGraph forbids ``'.'``; ``':'`` is the separator), at most 128 characters in all;
-    anything else raises :class:`~mnemis_integrations.errors.InvalidNamespaceError` before any write.
-    Each put becomes one message with id ``"<key>#<value digest>:<text digest>"`` and the value's text
-    (see :func:`._convert.value_to_text`), so re-putting the same value stores it once and an
-    updated value becomes a new message.
+    ``("memories", "u1")`` -> ``"memories:u1"``. Any label LangGraph accepts is taken: characters
+    a Mnemis namespace cannot hold are escaped reversibly (``("users", "user:42")`` ->
+    ``"users:user.3a42"``), and a name past 128 characters is shortened with a digest (see
+    :func:`._namespaces.namespace_to_str`). ``list_namespaces`` answers with the labels as given.
+    Each put becomes one message with id ``"<key>#<value digest>:<text digest>"`` and the value's
+    text (see :func:`._convert.value_to_text`), so re-putting the same value stores it once.
+
+Deleting and overwriting:
+    A delete, or a put that replaces a value, also ``forget`` s the item's earlier messages in the
+    memory (text gone from the graph, the indexes and a persisted file), so a
+    ``MnemisRetriever`` or ``memory.search`` over the same namespace no longer finds the old text.
 
 What search returns:
     Items whose *current* value was recalled: a hit names messages, each message names a key
-    and a version, and only keys whose stored value still has that version are returned (a
-    deleted or overwritten item is never answered from its old text). ``filter`` is applied to
-    the current value, then ``offset``/``limit``. A prefix covering several namespaces searches
-    each one's memory and merges by score. Results are :class:`MnemisSearchItem` s, which carry
-    the hit's ``path``, ``path_str``, ``via`` and ``node_id`` besides ``score``.
+    and a version, and only keys whose stored value still has that version are returned.
+    ``filter`` is applied to the current value, then ``offset``/``limit``. Recall finds the
+    candidates, in every namespace under the prefix; they are then ranked by how well each item
+    alone matches the query (:meth:`MnemisMemory.score_messages`: calibrated cosine and query-term
+    coverage), a score on one scale for every namespace, so items of several namespaces merge
+    fairly and items sharing a fragment are still told apart. Results are
+    :class:`MnemisSearchItem` s, which carry the hit's ``path``, ``path_str``, ``via``,
+    ``node_id`` and ``recall_score`` besides ``score``.
 
 Granularity:
-    Mnemis groups messages that arrive together on one topic into one fragment, and all items
-    of a fragment share its hit. Give a store its own memory built with
-    ``config=item_level_config()`` to rank items one by one.
+    A store given no memory makes one with :func:`item_level_config`, which keeps every item in
+    a fragment of its own; a memory shared with chat turns groups messages that arrive together
+    on one topic into one fragment, and the items of a fragment then share its path.
 
 Batches:
     Reads in one batch (get, search, list) all see the state from before the batch; its writes
@@ -33,14 +41,18 @@ Batches:
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -53,21 +65,23 @@ from langgraph.store.base import (
     tokenize_path,
     validate_op_namespace,
 )
+from langgraph.store.base.embed import ensure_embeddings
 from langgraph.store.memory import InMemoryStore
 
 from ..core import recipes
 from ..core.config import MemoryConfig
 from ..core.engine import MnemisMemory
 from ..core.retrieval.results import MemoryHit
-from ..errors import InvalidNamespaceError, NamespaceNotFoundError
+from ..errors import ConfigError, NamespaceNotFoundError
 from ._convert import (
     keys_in_recall_order,
     matches_filter,
-    namespace_to_str,
+    stale_message_ids,
     store_message_id,
     value_digest,
     value_to_text,
 )
+from ._namespaces import namespace_to_str
 
 __all__ = ["MnemisSearchItem", "MnemisStore", "item_level_config"]
 
@@ -81,26 +95,30 @@ _LIST_PAGE = 1000
 class MnemisSearchItem(SearchItem):
     """A ``SearchItem`` that also says where its best hit sits in the memory hierarchy.
 
+    ``score`` is the item's own match to the query (comparable across namespaces).
+
     Attributes:
         path: labels from the top concept down to the hit that found this item.
         via: how that hit was found, e.g. ``("semantic", "relation")``.
         node_id: the hit's node id.
+        recall_score: the hit's score within its namespace's recall.
     """
 
-    __slots__ = ("node_id", "path", "via")
+    __slots__ = ("node_id", "path", "recall_score", "via")
 
-    def __init__(self, item: Item, hit: MemoryHit) -> None:
+    def __init__(self, item: Item, hit: MemoryHit, score: float) -> None:
         super().__init__(
             namespace=item.namespace,
             key=item.key,
             value=item.value,
             created_at=item.created_at,
             updated_at=item.updated_at,
-            score=hit.score,
+            score=score,
         )
         self.path = hit.path
         self.via = hit.via
         self.node_id = hit.node_id
+        self.recall_score = hit.score
 
     @property
     def path_str(self) -> str:
@@ -114,6 +132,7 @@ class MnemisSearchItem(SearchItem):
             "path_str": self.path_str,
             "via": list(self.via),
             "node_id": self.node_id,
+            "recall_score": self.recall_score,
         }
         return d
 
@@ -123,8 +142,8 @@ def item_level_config(base: MemoryConfig | None = None) -> MemoryConfig:
 
     Mnemis groups messages that arrive together on one topic into one fragment, and a fragment
     hit names all its messages; store items are independent facts, so a memory dedicated to a
-    store ranks them one by one when each is its own fragment. Subtopics and concepts still
-    group them, so paths stay meaningful.
+    store recalls them one by one when each is its own fragment. Subtopics and concepts still
+    group them, so paths stay meaningful. A :class:`MnemisStore` given no memory uses it.
 
     Examples:
         >>> item_level_config().build.max_segment_messages
@@ -138,40 +157,101 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> MnemisMemory:
+    embed = (index or {}).get("embed")
+    if memory is not None:
+        if embed is not None:
+            raise ConfigError(
+                "index['embed'] sets the embedder of the memory the store makes; with memory= given, "
+                "pass the embedder to MnemisMemory(embedder=...) instead"
+            )
+        return memory
+    if isinstance(embed, str) or inspect.iscoroutinefunction(embed):
+        embed = ensure_embeddings(embed)  # a provider string or an async function, as LangGraph reads them
+    return MnemisMemory(embedder=embed, config=item_level_config())
+
+
+def _fields_for(fields: Sequence[str] | None, index: IndexConfig | None) -> list[str] | None:
+    indexed = (index or {}).get("fields")
+    if fields is not None and indexed is not None:
+        raise ConfigError("give the ingested fields once: fields= or index['fields'], not both")
+    chosen = fields if fields is not None else indexed
+    return list(chosen) if chosen is not None else None
+
+
+@dataclass
+class _NamespaceWrites:
+    """What a batch's writes do to one Mnemis namespace."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)  # new message records to ingest
+    latest: dict[str, str | None] = field(default_factory=dict)  # key -> its new message id (None: none)
+
+
+@dataclass
+class _Plan:
+    ops: list[Op]
+    results: list[Result]
+    plain: list[int]  # ops the backing store answers
+    recalls: list[int]  # searches with a query
+    puts: list[PutOp]
+    writes: dict[str, _NamespaceWrites]
+
+
+class _Candidate(NamedTuple):
+    namespace: tuple[str, ...]
+    name: str  # the Mnemis namespace
+    key: str
+    digest: str
+    message_id: str
+    hit: MemoryHit
+
+
 class MnemisStore(BaseStore):
     """LangGraph long-term store backed by Mnemis recall; pass it to ``create_agent(store=...)``.
 
     Args:
-        memory: the memory every put is ingested into and every query search recalls from.
+        memory: the memory every put is ingested into and every query search recalls from;
+            ``None`` makes an in-memory one with :func:`item_level_config` (and ``index['embed']``
+            as its embedder, the offline default without).
+        index: LangGraph's index config, as ``InMemoryStore(index=...)`` takes it: ``embed`` (an
+            ``Embeddings``, a function, or a ``"provider:model"`` string) for the memory the store
+            makes, ``fields`` as below; ``dims`` is accepted and not needed (Mnemis reads the
+            dimension off the vectors).
         backing: the exact-key store for values; a fresh ``InMemoryStore`` if omitted.
         fields: which value fields to ingest (LangGraph path syntax, e.g. ``["text", "tags[*]"]``);
-            ``None`` ingests the whole value. A put's own ``index=[...]`` overrides this, and
-            ``index=False`` stores the value without ingesting it.
+            ``None`` (or ``["$"]``) ingests the whole value. A put's own ``index=[...]`` overrides
+            this, and ``index=False`` stores the value without ingesting it.
         speaker: the speaker name ingested messages get.
         clock: gives the timestamp of ingested messages (UTC now by default; pass one in tests).
+
+    Raises:
+        ConfigError: ``index['embed']`` together with ``memory``, or both ``fields`` and
+            ``index['fields']``.
 
     Example:
         .. code-block:: python
 
-            store = MnemisStore(memory=MnemisMemory(config=item_level_config()))
+            store = MnemisStore(index={"embed": embeddings, "fields": ["text"]})
             store.put(("memories", "u1"), "tea", {"text": "User drinks green tea, no sugar"})
             store.get(("memories", "u1"), "tea").value
             hits = store.search(("memories", "u1"), query="what does the user drink?", limit=3)
             hits[0].key, hits[0].score, hits[0].path_str
+            store.delete(("memories", "u1"), "tea")   # also forgotten by the memory
     """
 
     def __init__(
         self,
-        memory: MnemisMemory,
+        memory: MnemisMemory | None = None,
         *,
+        index: IndexConfig | None = None,
         backing: BaseStore | None = None,
         fields: Sequence[str] | None = None,
         speaker: str = "memory",
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
-        self.memory = memory
+        self.fields = _fields_for(fields, index)
+        self.memory = _memory_for(memory, index)
         self.backing = backing if backing is not None else InMemoryStore()
-        self.fields = list(fields) if fields is not None else None
         self.speaker = speaker
         self.clock = clock
         self.supports_ttl = self.backing.supports_ttl
@@ -180,34 +260,36 @@ class MnemisStore(BaseStore):
     # -- batch -----------------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops, results, plain, recalls, writes, ingest = self._plan(ops)
-        if plain:
-            for i, r in zip(plain, self.backing.batch([ops[i] for i in plain])):
-                results[i] = r
-        for i in recalls:
-            results[i] = self._recall(ops[i])
-        for ns, messages in ingest.items():
-            self.memory.add_messages(messages, namespace=ns)
-        if writes:
-            self.backing.batch(writes)
-        return results
+        plan = self._plan(ops)
+        if plan.plain:
+            for i, r in zip(plan.plain, self.backing.batch([plan.ops[i] for i in plan.plain])):
+                plan.results[i] = r
+        for i in plan.recalls:
+            plan.results[i] = self._recall(plan.ops[i])
+        for ns, writes in plan.writes.items():
+            if writes.messages:
+                self.memory.add_messages(writes.messages, namespace=ns)
+            self._retire(ns, writes.latest)
+        if plan.puts:
+            self.backing.batch(plan.puts)
+        return plan.results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops, results, plain, recalls, writes, ingest = self._plan(ops)
-        if plain:
-            for i, r in zip(plain, await self.backing.abatch([ops[i] for i in plain])):
-                results[i] = r
-        for i in recalls:
-            results[i] = await self._arecall(ops[i])
-        for ns, messages in ingest.items():
-            await self.memory.aadd_messages(messages, namespace=ns)
-        if writes:
-            await self.backing.abatch(writes)
-        return results
+        plan = self._plan(ops)
+        if plan.plain:
+            for i, r in zip(plan.plain, await self.backing.abatch([plan.ops[i] for i in plan.plain])):
+                plan.results[i] = r
+        for i in plan.recalls:
+            plan.results[i] = await self._arecall(plan.ops[i])
+        for ns, writes in plan.writes.items():
+            if writes.messages:
+                await self.memory.aadd_messages(writes.messages, namespace=ns)
+            await asyncio.to_thread(self._retire, ns, writes.latest)
+        if plan.puts:
+            await self.backing.abatch(plan.puts)
+        return plan.results
 
-    def _plan(
-        self, ops: Iterable[Op]
-    ) -> tuple[list[Op], list[Result], list[int], list[int], list[PutOp], dict]:
+    def _plan(self, ops: Iterable[Op]) -> _Plan:
         """Validate every op and sort them into backing reads, recall searches and writes.
 
         Everything that can be refused is refused here, before the batch touches any state.
@@ -215,41 +297,49 @@ class MnemisStore(BaseStore):
         ops = list(ops)
         plain: list[int] = []
         recalls: list[int] = []
-        writes: list[PutOp] = []
+        puts: list[PutOp] = []
         for i, op in enumerate(ops):
             validate_op_namespace(op)
             if isinstance(op, PutOp):
-                writes.append(op)
+                puts.append(op)
             elif isinstance(op, SearchOp) and op.query:
                 recalls.append(i)
             elif isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
                 plain.append(i)
             else:
                 raise ValueError(f"unknown store operation {type(op).__name__}")
-        return ops, [None] * len(ops), plain, recalls, writes, self._messages_for(writes)
+        return _Plan(ops, [None] * len(ops), plain, recalls, puts, self._writes_for(puts))
 
-    def _messages_for(self, writes: list[PutOp]) -> dict[str, list[dict[str, Any]]]:
+    def _writes_for(self, puts: list[PutOp]) -> dict[str, _NamespaceWrites]:
         # The last put of a key in a batch wins, as in LangGraph's own stores.
         last: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for op in writes:
+        for op in puts:
             last[(tuple(op.namespace), op.key)] = op
         now = self.clock()
-        out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        out: dict[str, _NamespaceWrites] = defaultdict(_NamespaceWrites)
         for op in last.values():
-            ns = namespace_to_str(op.namespace)  # validates even deletes and unindexed puts
+            writes = out[namespace_to_str(op.namespace)]
+            writes.latest[op.key] = None
             if op.value is None or op.index is False:
                 continue
             text = self._text_of(op.value, self.fields if op.index is None else op.index)
             if text.strip():
-                out[ns].append(
-                    {
-                        "id": store_message_id(op.key, op.value, text),
-                        "speaker": self.speaker,
-                        "text": text,
-                        "timestamp": now,
-                    }
+                message_id = store_message_id(op.key, op.value, text)
+                writes.latest[op.key] = message_id
+                writes.messages.append(
+                    {"id": message_id, "speaker": self.speaker, "text": text, "timestamp": now}
                 )
         return dict(out)
+
+    def _retire(self, namespace: str, latest: dict[str, str | None]) -> None:
+        """Forget the messages of the written keys that are not their latest version."""
+        try:
+            stored = self.memory.messages(namespace)
+        except NamespaceNotFoundError:
+            return
+        stale = stale_message_ids((m.id for m in stored), latest)
+        if stale:
+            self.memory.forget(stale, namespace=namespace)
 
     @staticmethod
     def _text_of(value: Any, fields: Sequence[str] | None) -> str:
@@ -264,16 +354,16 @@ class MnemisStore(BaseStore):
 
     # -- recall ----------------------------------------------------------------------------------
 
-    def _namespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    def _namespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
         found: list[tuple[str, ...]] = []
         conditions = (MatchCondition(match_type="prefix", path=prefix),) if prefix else None
         while True:
             page = self.backing.batch([ListNamespacesOp(conditions, None, _LIST_PAGE, len(found))])[0]
             found.extend(page)
             if len(page) < _LIST_PAGE:
-                return found
+                return [(tuple(ns), namespace_to_str(ns)) for ns in found]
 
-    async def _anamespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    async def _anamespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
         found: list[tuple[str, ...]] = []
         conditions = (MatchCondition(match_type="prefix", path=prefix),) if prefix else None
         while True:
@@ -282,14 +372,14 @@ class MnemisStore(BaseStore):
             ]
             found.extend(page)
             if len(page) < _LIST_PAGE:
-                return found
+                return [(tuple(ns), namespace_to_str(ns)) for ns in found]
 
     def _first_k(self, op: SearchOp) -> tuple[int, int]:
         max_k = self.memory.config.limits.max_k
         return min(max_k, max(_MIN_RECALL_K, (op.offset + op.limit) * _RECALL_FACTOR)), max_k
 
     def _recall(self, op: SearchOp) -> list[SearchItem]:
-        spaces = _mappable(self._namespaces_under(tuple(op.namespace_prefix)))
+        spaces = self._namespaces_under(tuple(op.namespace_prefix))
         want = op.offset + op.limit
         k, max_k = self._first_k(op)
         while True:
@@ -297,16 +387,17 @@ class MnemisStore(BaseStore):
             for ns, name in spaces:
                 hits = self._search_one(op.query, k, name)
                 exhausted &= len(hits) < k or k >= max_k
-                per_ns[ns] = hits
+                per_ns[(ns, name)] = hits
             candidates = _candidates(per_ns)
-            items = self.backing.batch([GetOp(ns, key, op.refresh_ttl) for ns, key, _, _ in candidates])
+            items = self.backing.batch([GetOp(c.namespace, c.key, op.refresh_ttl) for c in candidates])
             kept = _keep_current(candidates, items, op.filter)
             if len(kept) >= want or exhausted:
-                return kept[op.offset : want]
+                scores = self.memory.score_messages(op.query, _ids_by_namespace(kept))
+                return _ranked(kept, scores)[op.offset : want]
             k = min(2 * k, max_k)
 
     async def _arecall(self, op: SearchOp) -> list[SearchItem]:
-        spaces = _mappable(await self._anamespaces_under(tuple(op.namespace_prefix)))
+        spaces = await self._anamespaces_under(tuple(op.namespace_prefix))
         want = op.offset + op.limit
         k, max_k = self._first_k(op)
         while True:
@@ -314,14 +405,13 @@ class MnemisStore(BaseStore):
             for ns, name in spaces:
                 hits = await self._asearch_one(op.query, k, name)
                 exhausted &= len(hits) < k or k >= max_k
-                per_ns[ns] = hits
+                per_ns[(ns, name)] = hits
             candidates = _candidates(per_ns)
-            items = await self.backing.abatch(
-                [GetOp(ns, key, op.refresh_ttl) for ns, key, _, _ in candidates]
-            )
+            items = await self.backing.abatch([GetOp(c.namespace, c.key, op.refresh_ttl) for c in candidates])
             kept = _keep_current(candidates, items, op.filter)
             if len(kept) >= want or exhausted:
-                return kept[op.offset : want]
+                scores = await self.memory.ascore_messages(op.query, _ids_by_namespace(kept))
+                return _ranked(kept, scores)[op.offset : want]
             k = min(2 * k, max_k)
 
     def _search_one(self, query: str, k: int, namespace: str) -> list[MemoryHit]:
@@ -337,44 +427,40 @@ class MnemisStore(BaseStore):
             return []
 
 
-def _mappable(namespaces: list[tuple[str, ...]]) -> list[tuple[tuple[str, ...], str]]:
-    """Pair each backing namespace with its Mnemis name. One that cannot be named was never
-    written through this store, so it has no memory to recall from."""
-    out = []
-    for ns in namespaces:
-        try:
-            out.append((tuple(ns), namespace_to_str(ns)))
-        except InvalidNamespaceError:
-            continue
-    return out
-
-
-def _candidates(
-    per_ns: dict[tuple[str, ...], list[MemoryHit]],
-) -> list[tuple[tuple[str, ...], str, str, MemoryHit]]:
-    """``(namespace, key, digest, hit)`` for every item the hits name, best score first."""
-    out = [
-        (ns, key, digest, hit)
-        for ns, hits in per_ns.items()
-        for key, digest, hit in keys_in_recall_order(hits)
+def _candidates(per_ns: dict[tuple[tuple[str, ...], str], list[MemoryHit]]) -> list[_Candidate]:
+    """Every item version the hits name, each namespace's in its recall order."""
+    return [
+        _Candidate(ns, name, key, digest, message_id, hit)
+        for (ns, name), hits in per_ns.items()
+        for key, digest, message_id, hit in keys_in_recall_order(hits)
     ]
-    out.sort(key=lambda c: -c[3].score)  # stable: keeps recall order within equal scores
-    return out
 
 
 def _keep_current(
-    candidates: list[tuple[tuple[str, ...], str, str, MemoryHit]],
-    items: list[Item | None],
-    filter: dict[str, Any] | None,
-) -> list[SearchItem]:
-    """Keep candidates whose item still exists with the recalled version and passes the filter."""
-    kept: list[SearchItem] = []
+    candidates: list[_Candidate], items: list[Item | None], filter: dict[str, Any] | None
+) -> list[tuple[_Candidate, Item]]:
+    """Candidates whose item still exists with the recalled version and passes the filter."""
+    kept: list[tuple[_Candidate, Item]] = []
     seen: set[tuple[tuple[str, ...], str]] = set()
-    for (ns, key, digest, hit), item in zip(candidates, items):
-        if item is None or (ns, key) in seen or value_digest(item.value) != digest:
+    for c, item in zip(candidates, items):
+        if item is None or (c.namespace, c.key) in seen or value_digest(item.value) != c.digest:
             continue
         if not matches_filter(item.value, filter):
             continue
-        seen.add((ns, key))
-        kept.append(MnemisSearchItem(item, hit))
+        seen.add((c.namespace, c.key))
+        kept.append((c, item))
     return kept
+
+
+def _ids_by_namespace(kept: list[tuple[_Candidate, Item]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for c, _ in kept:
+        out[c.name].append(c.message_id)
+    return out
+
+
+def _ranked(kept: list[tuple[_Candidate, Item]], scores: dict[tuple[str, str], float]) -> list[SearchItem]:
+    """The kept items as search results, best item score first (recall order among equals)."""
+    results = [MnemisSearchItem(item, c.hit, scores.get((c.name, c.message_id), 0.0)) for c, item in kept]
+    results.sort(key=lambda r: -r.score)  # stable
+    return results

@@ -8,6 +8,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from ..core.erasure import Erasure
 from ..errors import NamespaceNotFoundError
 from ._convert import hit_metadata, metadata_exclusions
 
@@ -42,7 +43,7 @@ def search_kwargs(k: int, namespace: str | None, max_tokens: int | None = None) 
     return kwargs
 
 
-class MnemisRetriever(BaseRetriever):
+class MnemisRetriever(Erasure, BaseRetriever):
     """Dual-path recall from a :class:`~mnemis_integrations.MnemisMemory`, as LlamaIndex nodes.
 
     Each ``NodeWithScore`` holds one memory node's text and its fused score; the ``TextNode``
@@ -54,6 +55,10 @@ class MnemisRetriever(BaseRetriever):
 
     A namespace with no memory yet gives ``[]``. The retriever holds no state of its own and
     does no I/O when built.
+
+    Erasing goes through the same object: :meth:`delete` forgets messages by id (a node's
+    ``metadata["source_ids"]`` names them), :meth:`delete_namespace` a whole namespace, both with
+    ``MnemisMemory.forget`` (text gone from graph, indexes and a persisted file).
 
     Args:
         memory: the memory to recall from.
@@ -75,6 +80,7 @@ class MnemisRetriever(BaseRetriever):
             nodes = retriever.retrieve("refund status")
             nodes[0].node.metadata["path_str"]   # e.g. "Shopping > Refunds > Late refund"
             engine = RetrieverQueryEngine.from_args(retriever)
+            retriever.delete(["m1"])                  # forget message m1 of namespace u1
     """
 
     def __init__(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import string
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -13,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mnemis_integrations.core.retrieval.results import MemoryHit
-from mnemis_integrations.errors import InvalidNamespaceError
 from mnemis_integrations.langchain import _convert as cv
 
 
@@ -85,25 +83,6 @@ def test_format_hits_marks_superseded_memories_and_returns_empty_for_no_hits():
     assert cv.format_hits([], empty="none") == "none"
 
 
-def test_namespace_tuple_maps_to_colon_joined_name():
-    assert cv.namespace_to_str(("memories", "user-1", "a@b")) == "memories:user-1:a@b"
-
-
-@pytest.mark.parametrize("bad", [(), ("a:b",), ("has space",), ("",), ("x" * 129,), ("ü",)])
-def test_unmappable_namespace_is_refused_with_invalid_namespace_error(bad):
-    with pytest.raises(InvalidNamespaceError):
-        cv.namespace_to_str(bad)
-
-
-labels = st.text(alphabet=string.ascii_letters + string.digits + "_-@", min_size=1, max_size=8)
-
-
-@given(st.lists(labels, min_size=1, max_size=4), st.lists(labels, min_size=1, max_size=4))
-def test_distinct_namespaces_never_share_a_memory(a, b):
-    if a != b:
-        assert cv.namespace_to_str(a) != cv.namespace_to_str(b)
-
-
 @given(
     st.text(min_size=0, max_size=20),
     st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5)),
@@ -153,7 +132,7 @@ def test_keys_in_recall_order_keeps_best_hit_per_item_and_skips_foreign_ids():
     b = cv.store_message_id("b", {"t": 2}, "t: 2")
     hits = [make_hit("n1", sources=(a, "chat-7")), make_hit("n2", sources=(b, a), score=0.5)]
     out = cv.keys_in_recall_order(hits)
-    assert [(key, hit.node_id) for key, _, hit in out] == [("a", "n1"), ("b", "n2")]
+    assert [(key, mid, hit.node_id) for key, _, mid, hit in out] == [("a", a, "n1"), ("b", b, "n2")]
 
 
 def test_message_record_maps_langchain_roles_to_speakers():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -99,3 +101,54 @@ def test_runnable_with_message_history_ingests_each_exchange():
         "What do I drink?",
         "You drink green tea.",
     ]
+
+
+def test_building_a_history_raises_no_deprecation_warning():
+    """Before: each process's first history built an InMemoryChatMessageHistory as its window,
+    which langchain-core 1.6.4 deprecated: a LangChainDeprecationWarning. A fresh interpreter,
+    since LangChain warns once per process; warnings become errors after the imports, since
+    importing langchain-core re-enables its own deprecation warnings as "default"."""
+    code = (
+        "import warnings\n"
+        "from mnemis_integrations import MnemisMemory\n"
+        "from mnemis_integrations.core.embedders import HashingEmbedder\n"
+        "from mnemis_integrations.langchain import MnemisChatMessageHistory\n"
+        "warnings.simplefilter('error')\n"
+        "h = MnemisChatMessageHistory(MnemisMemory(embedder=HashingEmbedder()), 'u1')\n"
+        "h.add_user_message('hello there')\n"
+        "assert [m.text for m in h.messages] == ['hello there']\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_forget_erases_the_window_messages_from_memory_and_window_while_clear_keeps_memory():
+    history = make_history()
+    history.add_messages([HumanMessage("My passport number is X4471922.", id="p1")])
+    history.clear()
+    assert [m.id for m in history.memory.messages("u1")] == ["p1"]  # clear: window only
+    history.add_messages([HumanMessage("I drink green tea.", id="t1"), HumanMessage("Rex is my beagle.", id="r1")])
+    report = history.forget()
+    assert (report.forgotten, history.messages) == (2, [])
+    assert [m.id for m in history.memory.messages("u1")] == ["p1"]
+    history.forget(["p1"])
+    assert history.memory.namespaces() == []
+
+
+def test_forget_named_messages_keeps_the_others_in_window_and_memory():
+    history = make_history()
+    history.add_messages([HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")])
+    history.forget(["p1"])
+    assert [m.id for m in history.messages] == ["a1"]
+    assert [m.id for m in history.memory.messages("u1")] == ["a1"]
+    docs = MnemisRetriever(memory=history.memory, namespace="u1").invoke("passport number")
+    assert all("X4471922" not in d.page_content for d in docs)
+
+
+async def test_async_forget_erases_from_memory_and_window():
+    history = make_history()
+    await history.aadd_messages([HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")])
+    report = await history.aforget(["p1"])
+    assert report.forgotten == 1
+    assert [m.id for m in await history.aget_messages()] == ["a1"]
+    assert [m.id for m in history.memory.messages("u1")] == ["a1"]

@@ -13,6 +13,7 @@ from mnemis_integrations.errors import MissingDependencyError
 PUBLIC = {
     "MnemisRetriever",
     "create_recall_tool",
+    "create_remember_tool",
     "MnemisChatMessageHistory",
     "MnemisStore",
     "MnemisSearchItem",

@@ -148,3 +148,57 @@ def test_max_tokens_fits_the_injected_memories_into_the_budget():
     create_agent(model, tools=[], system_prompt="You are a helpful assistant.", middleware=[middleware]).invoke(
         {"messages": [{"role": "user", "content": QUESTION}]})
     assert model.last_system_prompt == "You are a helpful assistant.\n\n" + format_hits(fitted, header=DEFAULT_HEADER)
+
+
+@dataclass
+class TeamContext:
+    user_id: str
+    team_id: str
+
+
+def test_user_and_team_memory_middlewares_work_side_by_side_in_one_agent():
+    """Before: two MnemisMemoryMiddleware in one create_agent failed with "Please remove duplicate
+    middleware instances" (both were named after the class)."""
+    mem = seeded_memory("u1")
+    mem.add_messages(
+        [{"id": "t1", "speaker": "lead", "text": "The team standup moved to 9:30 on Mondays.", "timestamp": FIXED}],
+        namespace="team-acme",
+    )
+    user = MnemisMemoryMiddleware(mem, namespace="{user_id}", k=2, clock=lambda: FIXED)
+    team = MnemisMemoryMiddleware(
+        mem, namespace="team-{team_id}", k=1, header="Team memory:", save_turns=False, clock=lambda: FIXED
+    )
+    assert (user.name, team.name) == ("MnemisMemoryMiddleware[{user_id}]", "MnemisMemoryMiddleware[team-{team_id}]")
+    model = ScriptedChatModel.of("Noted.")
+    agent = create_agent(model, tools=[], middleware=[user, team], context_schema=TeamContext)
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "Did my refund arrive before the team standup?"}]},
+        context=TeamContext("u1", "acme"),
+    )
+    prompt = model.last_system_prompt
+    assert DEFAULT_HEADER in prompt and "Team memory:\n- [" in prompt and "9:30" in prompt
+    assert "refund" in prompt.split("Team memory:")[0].lower()
+    assert texts(mem, "u1")[-2:] == ["Did my refund arrive before the team standup?", "Noted."]
+    assert texts(mem, "team-acme") == ["The team standup moved to 9:30 on Mondays."]
+
+
+def test_middlewares_are_named_after_their_namespace_or_function():
+    def team_of(runtime):
+        return runtime.context.team_id
+
+    mem = empty_memory()
+    assert MnemisMemoryMiddleware(mem).name == "MnemisMemoryMiddleware"
+    assert MnemisMemoryMiddleware(mem, namespace="memories:u1").name == "MnemisMemoryMiddleware[memories.u1]"
+    assert MnemisMemoryMiddleware(mem, namespace=team_of).name == "MnemisMemoryMiddleware[team_of]"
+    assert MnemisMemoryMiddleware(mem, namespace=lambda rt: "x", name="team").name == "team"
+
+
+def test_a_template_namespace_falls_back_to_configurable_without_a_context():
+    mem = seeded_memory("u1")
+    model = ScriptedChatModel.of("Not yet.")
+    middleware = MnemisMemoryMiddleware(mem, namespace="{user_id}", k=2, clock=lambda: FIXED)
+    create_agent(model, tools=[], middleware=[middleware]).invoke(
+        {"messages": [{"role": "user", "content": QUESTION}]}, config={"configurable": {"user_id": "u1"}}
+    )
+    assert DEFAULT_HEADER in model.last_system_prompt and "refund" in model.last_system_prompt.lower()
+    assert texts(mem, "u1")[-2:] == [QUESTION, "Not yet."]

@@ -164,3 +164,27 @@ def test_max_tokens_fits_the_documents_into_the_budget():
     fitted = MnemisRetriever(memory=mem, namespace="u1", k=10, max_tokens=budget).invoke("refund")
     assert fitted and sum(count_tokens(d.page_content) for d in fitted) <= budget
     assert [d.metadata["node_id"] for d in fitted] == [d.metadata["node_id"] for d in full][: len(fitted)]
+
+
+def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
+    """Before: the LangChain adapter had no way to erase anything; README's ``forget`` and the
+    history's "Mnemis never deletes messages" contradicted each other."""
+    memory = seeded_memory("u1")
+    retriever = MnemisRetriever(memory=memory, namespace="u1", k=5)
+    report = retriever.delete(["m03", "nope"])
+    assert (report.forgotten, report.not_found) == (1, ("nope",))
+    docs = retriever.invoke("refund request timed out twice on the website")
+    assert docs and all("timed out twice" not in d.page_content for d in docs)
+    assert all("m03" not in d.metadata["source_ids"] for d in docs)
+    retriever.delete_namespace()
+    assert memory.namespaces() == [] and retriever.invoke("refund") == []
+
+
+async def test_async_delete_forgets_in_the_named_namespace():
+    memory = seeded_memory("u1")
+    memory.add_messages([{"id": "x1", "speaker": "user", "text": "My passport number is X4471922."}], namespace="u2")
+    retriever = MnemisRetriever(memory=memory, namespace="u1")
+    await retriever.adelete(["x1"], namespace="u2")
+    assert memory.namespaces() == ["u1"]
+    await retriever.adelete_namespace()
+    assert memory.namespaces() == []

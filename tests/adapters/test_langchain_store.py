@@ -16,8 +16,8 @@ from langgraph.store.memory import InMemoryStore
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
-from mnemis_integrations.errors import InvalidNamespaceError
-from mnemis_integrations.langchain import MnemisSearchItem, MnemisStore
+from mnemis_integrations.errors import ConfigError
+from mnemis_integrations.langchain import MnemisRetriever, MnemisSearchItem, MnemisStore
 from mnemis_integrations.langchain.store import item_level_config
 
 NS = ("memories", "u1")
@@ -169,23 +169,178 @@ def test_put_index_fields_choose_what_is_ingested():
     assert set(message_texts(s, "memories:u1")) == {"Likes hiking in the Alps.", "xylophone"}
 
 
-def test_one_value_put_again_with_other_index_fields_is_ingested_again():
+def test_one_value_put_again_with_other_index_fields_is_ingested_by_those_fields_only():
     s = make_store()
     s.put(NS, "a", {"text": "Likes hiking.", "note": "owns a kayak"}, index=["text"])
     s.put(NS, "a", {"text": "Likes hiking.", "note": "owns a kayak"}, index=["note"])
-    assert message_texts(s, "memories:u1") == ["Likes hiking.", "owns a kayak"]
+    assert message_texts(s, "memories:u1") == ["owns a kayak"]
     assert [i.key for i in s.search(NS, query="kayak", limit=1)] == ["a"]
+
+
+# -- deleting and overwriting -------------------------------------------------------------------
+
+PASSPORT = {"text": "User's passport number is X4471922, renewed in 2023.", "kind": "document"}
+
+
+def test_a_deleted_item_is_forgotten_by_the_memory_so_no_retriever_finds_it(store):
+    """Before: delete() removed the item from the store's view only; a MnemisRetriever (or
+    memory.search) over the same namespace still returned the passport number."""
+    store.put(NS, "passport", PASSPORT)
+    store.delete(NS, "passport")
+    assert all(i.key != "passport" for i in store.search(NS, query="passport number", limit=10))
+    assert all("X4471922" not in m.text for m in store.memory.messages("memories:u1"))
+    retriever = MnemisRetriever(memory=store.memory, namespace="memories:u1", k=10)
+    docs = retriever.invoke("passport number X4471922")
+    assert docs and all("X4471922" not in d.page_content for d in docs)
+    hits = store.memory.search("passport number X4471922", k=10, namespace="memories:u1")
+    assert hits and all("X4471922" not in h.text for h in hits)
+
+
+def test_a_deleted_item_leaves_no_byte_of_its_text_in_a_persisted_memory(tmp_path):
+    path = tmp_path / "store.db"
+    s = MnemisStore(MnemisMemory(path, embedder=HashingEmbedder(), config=item_level_config()), clock=lambda: FIXED)
+    s.put(NS, "tea", FACTS["tea"])
+    s.put(NS, "passport", PASSPORT)
+    s.delete(NS, "passport")
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"X4471922" not in on_disk and b"green tea" in on_disk
+
+
+def test_deleting_the_last_item_of_a_namespace_leaves_no_memory_there():
+    s = make_store()
+    s.put(NS, "passport", PASSPORT)
+    s.delete(NS, "passport")
+    assert s.memory.namespaces() == []
+    assert MnemisRetriever(memory=s.memory, namespace="memories:u1").invoke("passport number") == []
+
+
+def test_an_overwrite_keeps_only_the_new_version_in_memory(store):
+    """Before: both versions stayed in memory, and recall answered from the old text as well."""
+    store.put(NS, "tea", {"text": "User switched to oolong tea.", "kind": "preference", "n": 1})
+    texts = message_texts(store, "memories:u1")
+    assert len(texts) == len(FACTS)
+    assert any("oolong" in t for t in texts) and not any("green tea" in t for t in texts)
+
+
+def test_a_put_without_indexing_forgets_the_text_an_earlier_put_ingested():
+    s = make_store()
+    s.put(NS, "passport", PASSPORT)
+    s.put(NS, "passport", {"text": "(redacted)"}, index=False)
+    assert s.memory.namespaces() == []
+    assert s.get(NS, "passport").value == {"text": "(redacted)"}
+
+
+def test_memory_messages_that_are_not_store_items_are_never_forgotten_by_a_store():
+    s = make_store()
+    s.memory.add_messages([{"id": "chat-1", "speaker": "user", "text": "Hi, I like tea."}], namespace="memories:u1")
+    s.put(NS, "tea", FACTS["tea"])
+    s.delete(NS, "tea")
+    assert [m.id for m in s.memory.messages("memories:u1")] == ["chat-1"]
+
+
+async def test_async_delete_and_overwrite_forget_the_earlier_text():
+    s = make_store()
+    await s.aput(NS, "passport", PASSPORT)
+    await s.aput(NS, "tea", FACTS["tea"])
+    await s.aput(NS, "tea", {"text": "User switched to oolong tea."})
+    await s.adelete(NS, "passport")
+    assert message_texts(s, "memories:u1") == ["User switched to oolong tea."]
+
+
+# -- ranking -------------------------------------------------------------------------------------
+
+
+def test_prefix_search_ranks_items_of_every_namespace_on_one_scale():
+    """Before: each namespace's recall scores were normalised on their own and merged as if
+    comparable, so u2's one unrelated item (its namespace's best, 0.8) ranked above a matching u1 item."""
+    s = make_store()
+    s.put(("memories", "u1"), "tea", {"text": "User drinks green tea every morning."})
+    s.put(("memories", "u1"), "matcha", {"text": "User likes matcha tea with oat milk."})
+    s.put(("memories", "u1"), "rex", {"text": "User's beagle Rex needs vaccines at the vet."})
+    s.put(("memories", "u2"), "car", {"text": "The car needs new winter tyres."})
+    results = s.search(("memories",), query="which tea does the user drink?", limit=4)
+    assert [(i.namespace[-1], i.key) for i in results[:2]] == [("u1", "tea"), ("u1", "matcha")]
+    assert results[-1].key in {"car", "rex"} and results[1].score > max(r.score for r in results[2:])
+    alone = s.search(("memories", "u2"), query="which tea does the user drink?")
+    assert alone[0].score == next(i.score for i in results if i.key == "car")
+
+
+def test_a_store_over_a_default_memory_ranks_the_items_of_one_fragment_one_by_one():
+    """Before: items that arrived together shared their fragment's hit, so every one scored the
+    same (0.933 x5) and came back in put order."""
+    s = MnemisStore(empty_memory(), clock=lambda: FIXED)
+    s.batch([PutOp(NS, key, value) for key, value in FACTS.items()])
+    assert len({n.id for n in s.memory.graph("memories:u1").nodes() if n.kind.value == "fragment"}) < len(FACTS)
+    results = s.search(NS, query="beagle Rex vaccines at the vet", limit=5)
+    scores = [i.score for i in results]
+    assert [i.key for i in results[:2]] == ["rex", "vet"]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[1] > scores[2] >= 0
+
+
+def test_a_store_without_a_memory_makes_an_item_level_one_with_the_default_embedder():
+    """Before: MnemisStore() needed a memory, and MnemisStore(MnemisMemory()) scored items 0.000."""
+    s = MnemisStore(clock=lambda: FIXED)
+    assert s.memory.config.build.max_segment_messages == 1
+    s.put(NS, "tea", {"text": "User drinks green tea every morning"})
+    s.put(NS, "rex", {"text": "User's beagle Rex needs vaccines"})
+    s.put(NS, "lisbon", {"text": "User plans a trip to Lisbon in June"})
+    results = s.search(NS, query="what does the user drink?")
+    assert results[0].key == "tea" and results[0].score > 0
+    assert results[0].score > results[1].score >= results[2].score
+
+
+def _hashing_embed(texts: list[str]) -> list[list[float]]:
+    return HashingEmbedder().embed_passages(texts).tolist()
+
+
+def test_index_config_is_read_as_langgraph_stores_read_it():
+    s = MnemisStore(index={"dims": 256, "embed": _hashing_embed, "fields": ["text"]}, clock=lambda: FIXED)
+    s.put(NS, "a", {"text": "Likes hiking in the Alps.", "note": "zebra"})
+    s.put(NS, "b", {"text": "Plays chess on Sundays.", "note": "xylophone"})
+    assert message_texts(s, "memories:u1") == ["Likes hiking in the Alps.", "Plays chess on Sundays."]
+    assert s.memory.config.build.max_segment_messages == 1
+    assert s.search(NS, query="hiking in the Alps")[0].key == "a"
+
+
+def test_index_config_that_contradicts_other_arguments_is_refused():
+    with pytest.raises(ConfigError, match="embedder"):
+        MnemisStore(item_memory(), index={"embed": _hashing_embed})
+    with pytest.raises(ConfigError, match="fields"):
+        MnemisStore(item_memory(), index={"fields": ["text"]}, fields=["note"])
 
 
 # -- validation ----------------------------------------------------------------------------------
 
 
-def test_unmappable_namespace_is_refused_before_anything_is_written():
+def test_a_batch_with_a_namespace_langgraph_refuses_writes_nothing():
     s = make_store()
-    with pytest.raises(InvalidNamespaceError):
-        s.batch([PutOp(NS, "ok", {"text": "first"}), PutOp(("user:1",), "k", {"text": "second"})])
+    with pytest.raises(LangGraphNamespaceError):
+        s.batch([PutOp(NS, "ok", {"text": "first"}), PutOp(("a.b",), "k", {"text": "second"})])
     assert s.get(NS, "ok") is None
     assert s.memory.namespaces() == []
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        ("users", "user:42"),
+        ("memories", "john smith"),
+        ("memories", "Zoë"),
+        ("org/team", "notes"),
+        ("memories", "auth0|5f7c8ec7c33c6c004bbafe82"),
+        ("memories", "x" * 129),
+    ],
+)
+def test_labels_langgraph_accepts_are_stored_recalled_listed_and_forgotten(namespace):
+    """Before: each of these raised InvalidNamespaceError, though LangGraph's own stores take them."""
+    s = make_store()
+    s.put(namespace, "tea", FACTS["tea"])
+    s.put(("memories", "other"), "rex", FACTS["rex"])
+    assert s.get(namespace, "tea").value == FACTS["tea"]
+    assert [i.key for i in s.search(namespace, query="green tea every morning", limit=5)] == ["tea"]
+    assert namespace in s.list_namespaces()
+    s.delete(namespace, "tea")
+    assert s.memory.namespaces() == ["memories:other"]
 
 
 def test_langgraph_label_rules_still_apply():

@@ -135,3 +135,17 @@ def test_max_tokens_fits_the_nodes_into_the_budget(mem):
     assert fitted and sum(count_tokens(n.node.get_content()) for n in fitted) <= budget
     with pytest.raises(ValueError, match="max_tokens"):
         MnemisRetriever(memory=mem, namespace="u1", max_tokens=0)
+
+
+def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
+    """Before: the LlamaIndex adapter had no way to erase anything."""
+    memory = make_memory()
+    retriever = MnemisRetriever(memory=memory, namespace="u1", similarity_top_k=5)
+    report = retriever.delete(["m1", "nope"])
+    assert (report.forgotten, report.not_found) == (1, ("nope",))
+    nodes = retriever.retrieve("refund order 42 timed out at the bank")
+    assert nodes and all("timed out" not in n.node.get_content() for n in nodes)
+    assert all("m1" not in n.node.metadata["source_ids"] for n in nodes)
+    retriever.delete_namespace()
+    assert memory.namespaces() == [] and retriever.retrieve("refund") == []
+
