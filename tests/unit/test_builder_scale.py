@@ -319,6 +319,40 @@ def test_narrow_candidate_searches_decide_as_a_scan_of_every_candidate(monkeypat
     assert {EdgeKind.UPDATES.value, EdgeKind.REFERENCES.value} <= kinds
 
 
+class _Crowded(HashingEmbedder):
+    """e5-like vectors: one direction shared by every text, topic words on top at a strength that
+    varies by text, so the raw and the centred rankings of parents disagree."""
+
+    def embed_passages(self, texts):
+        base = super().embed_passages(texts)
+        strength = np.array([0.2 + (sum(map(ord, t)) % 9) / 10 for t in texts], np.float32)[:, None]
+        rows = np.ones(base.shape[1], np.float32) / np.sqrt(base.shape[1]) + strength * base
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    embed_queries = embed_passages
+
+
+@pytest.mark.parametrize("centred", [False, True], ids=["raw", "centred"])
+def test_keeping_full_parents_apart_places_as_searching_every_parent(monkeypatch, centred):
+    """Full parents leave the placement group, yet the candidate window stays the raw-nearest
+    parents full ones included: the graph is the one built with every parent in one group."""
+    embedder = _Crowded()
+    embedder.profile = replace(embedder.profile, centred_placement=centred)
+    msgs = chat(240, seed=5)
+    monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", 2)  # small windows: full parents fill them
+
+    def build() -> tuple:
+        mem = MnemisMemory(embedder=embedder, config=tight())
+        for i in range(0, len(msgs), 3):
+            mem.add_messages(msgs[i : i + 3], namespace="u")
+        return canonical(mem.graph("u"))
+
+    apart = build()
+    monkeypatch.setattr(BuildIndex, "set_capacity", lambda self, st, capacity: None)  # one group per kind
+    assert apart == build()
+    assert sum(e[2] == EdgeKind.BELONGS_TO.value for e in apart[1]) > 100
+
+
 @pytest.mark.parametrize("centred", [False, True], ids=["raw", "centred"])
 def test_one_message_at_a_time_builds_what_one_batch_builds(centred):
     """Where the builder gave the same graph batch by batch as in one batch, it still does (a

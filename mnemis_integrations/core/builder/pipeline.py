@@ -18,6 +18,7 @@ import numpy as np
 
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile
+from ..indexes.incremental import full_group
 from ..maintenance.supersede import supersede
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
@@ -341,12 +342,22 @@ class OfflineBuilder:
         n = PLACE_CANDIDATES
         while True:
             found = st.node_vectors.nearest(vector, n, min_score=floor, group=kind.value)
+            # The window is the n raw-nearest parents, full ones included, as a scan of every parent
+            # ranks them; its open parents are the candidates. Full parents are kept apart and only
+            # their scores read, so none is visited one by one (at 100k most parents are full).
+            full = st.node_vectors.top_scores(vector, n, group=full_group(kind))
+            if floor is not None:
+                full = full[full >= floor]
+            in_window = min(n, len(found) + len(full))
+            if len(found) + len(full) > n:
+                edge = np.sort(np.concatenate([np.array([s for _, s in found], np.float32), full]))[-n]
+                found = [(k, s) for k, s in found if s >= edge]
             ids = [k for k, _ in found]
             parents = st.node_vectors.get_many(ids)
             if centred and ids:
                 parents = st.centred(parents, centre)
             pid, sim = choose_parent(query, ids, parents, size, threshold, max_size)
-            if pid is not None or len(found) < n or n >= PLACE_MAX_CANDIDATES:
+            if pid is not None or in_window < n or n >= PLACE_MAX_CANDIDATES:
                 return pid, sim
             n = min(4 * n, PLACE_MAX_CANDIDATES)
 

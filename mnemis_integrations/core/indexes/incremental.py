@@ -22,7 +22,7 @@ from ..model import EdgeKind, Node, NodeKind, Status
 if TYPE_CHECKING:
     from ..state import NamespaceState
 
-__all__ = ["PARENT_KINDS", "BuildIndex", "time_key"]
+__all__ = ["PARENT_KINDS", "BuildIndex", "full_group", "time_key"]
 
 TimeKey = tuple[bool, float, str]
 
@@ -33,6 +33,11 @@ def time_key(when, node_id: str) -> TimeKey:
 
 
 PARENT_KINDS = (NodeKind.SUBTOPIC, NodeKind.CONCEPT)
+
+
+def full_group(kind: NodeKind) -> str:
+    """The node-vector group of the full parents of ``kind`` (the others are in ``kind.value``)."""
+    return f"{kind.value}:full"
 
 
 def _is_open(node: Node) -> bool:
@@ -116,14 +121,14 @@ class BuildIndex:
                 self._mention_order[n.id] = sorted(srcs)
         self._timeline.sort()
         self._tail_key = {k[2]: k for k in self._timeline}
-        # Placement asks for the nearest subtopics / concepts that can still take a child,
-        # without ranking every fragment or passing over the full parents.
+        # Placement asks for the nearest subtopics / concepts that can still take a child
+        # without ranking every fragment or passing over the full parents one by one.
         st.node_vectors.partition(lambda key: self._placement_group(st, key))
         self._built = True
 
     def _placement_group(self, st: NamespaceState, key: str) -> str | None:
-        """The node-vector group of a hierarchy parent that is not full (its kind); other nodes,
-        and full parents, are in none. Asked again whenever the parent's vector is written, which
+        """The node-vector group of a hierarchy parent: its kind, or :func:`full_group` once it is
+        full; other nodes are in none. Asked again whenever the parent's vector is written, which
         the builder does after giving it a child and forget does after taking one away."""
         g = st.graph
         if not g.has(key):
@@ -132,7 +137,7 @@ class BuildIndex:
         if kind not in PARENT_KINDS:
             return None
         cap = self.capacity.get(kind)
-        return kind.value if cap is None or self._count(st, key) < cap else None
+        return kind.value if cap is None or self._count(st, key) < cap else full_group(kind)
 
     def set_capacity(self, st: NamespaceState, capacity: dict[NodeKind, int]) -> None:
         """How many children a subtopic / concept takes (the builder's limits); full parents then
