@@ -130,7 +130,7 @@ def _message_scores(msg_sims: dict[str, float], lex: dict[str, float], lex_max: 
     return {i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0)) for i, n in zip(ids, norm)}
 
 
-def _sample(allowed: set[str], n: int) -> list[str]:
+def _sample(allowed: Collection[str], n: int) -> list[str]:
     ids = list(allowed)
     pick = np.random.default_rng(0).choice(len(ids), size=min(n, len(ids)), replace=False)
     return [ids[i] for i in pick]
@@ -161,7 +161,11 @@ def _coarse(
         cand[nid] = None
     # A fixed random sample of the visible nodes: it puts the floor of the min-max normalisation
     # close to the full scan's minimum, so normalised scores (and their fusion) stay comparable.
-    for nid in memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE)):
+    if messages is None:
+        sample = memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
+    else:  # a filter's scope is a new set each query: drawn again, from a fixed order, never from a stale memo
+        sample = _sample(sorted(allowed), FUNNEL_FLOOR_SAMPLE)
+    for nid in sample:
         cand[nid] = None
     ids = [i for i in cand if i in allowed and i in st.node_vectors]
     parents = []
