@@ -226,6 +226,8 @@ class LimitsConfig(_Frozen):
     max_batch_messages: int = Field(100_000, ge=1, description="Larger add_messages batches are refused.")
     max_query_chars: int = Field(10_000, ge=1)
     max_k: int = Field(1_000, ge=1)
+    max_metadata_keys: int = Field(64, ge=1, description="Messages with more metadata keys are refused.")
+    max_metadata_chars: int = Field(4_096, ge=1, description="Longer metadata string values are refused.")
 
 
 class MemoryConfig(_Frozen):

@@ -28,14 +28,15 @@ from .builder.abstract import ReviewHook, accept_all
 from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
 from .embedders import as_embedder, normalise_rows, profile_for
+from .filters import MetadataFilter
 from .graph import MemoryGraph
-from .messages import coerce_messages, parse_moment, validate_namespace
+from .messages import coerce_messages, parse_moment, same_content, validate_namespace
 from .model import Message, Node, NodeKind, Status
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.message_match import message_match
 from .retrieval.render import render
-from .retrieval.results import MemoryHit
+from .retrieval.results import MemoryHit, metadata_of
 from .retrieval.search import dual_path_search
 from .state import NamespaceState
 from .storage.base import ConcurrentWriteError, Delta
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from .maintenance.forget import ForgetReport
     from .maintenance.health import HealthReport, RebalanceReport
 
-__all__ = ["IngestReport", "MnemisMemory"]
+__all__ = ["IngestReport", "MnemisMemory", "search_options"]
 
 T = TypeVar("T")
 
@@ -72,6 +73,12 @@ def _check_budget(max_tokens: Any) -> None:
         raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
 
 
+def _check_threshold(score_threshold: Any) -> None:
+    if (isinstance(score_threshold, bool) or not isinstance(score_threshold, (int, float))
+            or not 0.0 <= score_threshold <= 1.0):
+        raise InvalidQueryError(f"score_threshold must be a number in [0, 1], got {score_threshold!r}")
+
+
 def _open_store(path: str | Path | None, backend: str | None):
     """The store for ``path`` (SQLite file), ``backend`` (a FalkorDB URL) or neither (in memory)."""
     if path is not None and backend is not None:
@@ -86,6 +93,26 @@ def _open_store(path: str | Path | None, backend: str | None):
         except ImportError as e:
             raise MissingDependencyError("falkordb", "falkordb") from e
     return SQLiteStore(path) if path is not None else InMemoryStore()
+
+
+def search_options(
+    *, filter: Mapping[str, Any] | None = None, as_of: datetime | str | None = None,
+    include_archived: bool | None = None, score_threshold: float | None = None,
+) -> dict[str, Any]:
+    """The optional :meth:`MnemisMemory.search` arguments that are not ``None``, checked as search
+    checks them: for adapters that take them when built and should refuse bad ones then.
+
+    Raises:
+        InvalidQueryError: a malformed filter, an ``as_of`` that is not a time, a
+            ``score_threshold`` outside [0, 1].
+    """
+    MetadataFilter.parse(filter)
+    if as_of is not None:
+        parse_moment(as_of, "as_of")
+    if score_threshold is not None:
+        _check_threshold(score_threshold)
+    given = {"filter": filter, "as_of": as_of, "include_archived": include_archived, "score_threshold": score_threshold}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -263,22 +290,25 @@ class MnemisMemory:
         """Every acknowledged message of a namespace, in arrival order."""
         validate_namespace(namespace)
         with self._lock(namespace):
-            return list(self._state(namespace).messages.values())
+            return [m.detached() for m in self._state(namespace).messages.values()]
 
     # ------------------------------------------------------------------ writing
     def add_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
         """Ingest messages; incremental and idempotent.
 
         Args:
-            messages: dicts or objects with ``id`` (str), ``speaker`` (str), ``text`` (str)
-                and ``timestamp`` (datetime, ISO-8601 string or None).
+            messages: dicts or objects with ``id`` (str), ``speaker`` (str), ``text`` (str),
+                ``timestamp`` (datetime, ISO-8601 string or None) and optionally ``metadata``: a
+                flat dict of str / int / float / bool values, stored with the message, returned
+                on hits and selected by ``search(..., filter=...)``.
             namespace: whose memory this is.
 
         Returns:
             An :class:`IngestReport`.
 
         Raises:
-            InvalidMessageError: a message lacks a field, has a wrong type, empty text, or is too long.
+            InvalidMessageError: a message lacks a field, has a wrong type, empty text, is too long,
+                or has metadata that is not a flat dict of str / int / float / bool values.
             DuplicateMessageError: an id already stored (or repeated in the batch) with other content.
             InvalidNamespaceError: the namespace name is not acceptable.
 
@@ -299,7 +329,7 @@ class MnemisMemory:
                 old = known.get(m.id)
                 if old is None:
                     fresh.append(m)
-                elif (old.text, old.speaker) != (m.text, m.speaker):
+                elif not same_content(old, m):
                     raise DuplicateMessageError(m.id)
                 else:
                     skipped += 1
@@ -415,6 +445,8 @@ class MnemisMemory:
         as_of: datetime | str | None = None,
         include_archived: bool = False,
         max_tokens: int | None = None,
+        filter: Mapping[str, Any] | None = None,
+        score_threshold: float | None = None,
     ) -> list[MemoryHit]:
         """Dual-path recall, best first.
 
@@ -427,10 +459,20 @@ class MnemisMemory:
             include_archived: also return compacted (archived) nodes.
             max_tokens: fit the hits' texts into this many tokens (cl100k) for a reader:
                 see :meth:`fit_to_budget`.
+            filter: recall only from messages whose ``metadata`` matches, e.g.
+                ``{"channel": "email", "priority": {"$gte": 2}}`` (operators: ``$eq $ne $in $nin
+                $gt $gte $lt $lte $and $or``; see :mod:`~mnemis_integrations.core.filters`). A
+                fragment hit shows only its matching messages; a concept or subtopic hit comes
+                back only if a matching fragment lies beneath it (see
+                :mod:`~mnemis_integrations.core.retrieval.scope`). Applied before ranking, so
+                ``k`` hits still come back when that many match.
+            score_threshold: drop hits whose ``score`` is below this (in [0, 1]); applied after
+                ranking, before ``max_tokens``, so fewer than ``k`` may come back.
 
         Raises:
-            InvalidQueryError: empty or over-long query, ``k`` < 1, ``max_tokens`` < 1, or an
-                ``as_of`` that is not a datetime or ISO-8601 string.
+            InvalidQueryError: empty or over-long query, ``k`` < 1, ``max_tokens`` < 1, an
+                ``as_of`` that is not a datetime or ISO-8601 string, a malformed ``filter`` or a
+                ``score_threshold`` outside [0, 1].
             NamespaceNotFoundError: the namespace holds no memory.
         """
         validate_namespace(namespace)
@@ -440,6 +482,9 @@ class MnemisMemory:
             raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
         if max_tokens is not None:
             _check_budget(max_tokens)  # before any search work
+        if score_threshold is not None:
+            _check_threshold(score_threshold)
+        flt = MetadataFilter.parse(filter)
         when = parse_moment(as_of, "as_of") if as_of is not None else None
         with self._lock(namespace):
             if not self._state(namespace).messages:
@@ -453,8 +498,10 @@ class MnemisMemory:
                 st.path_cache = PathCache()
             hits = dual_path_search(
                 st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived,
-                cache=st.path_cache,
+                cache=st.path_cache, filter=flt,
             )
+        if score_threshold is not None:
+            hits = [h for h in hits if h.score >= score_threshold]
         return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
 
     def fit_to_budget(
@@ -479,7 +526,8 @@ class MnemisMemory:
                     states[hit.namespace] = self._state(hit.namespace)
                 st = states[hit.namespace]
                 text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids))
-            return replace(hit, text=text, source_ids=shown)
+                shared, per_message = metadata_of(st.messages[m] for m in shown)
+            return replace(hit, text=text, source_ids=shown, metadata=shared, message_metadata=per_message)
 
         return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens)
 

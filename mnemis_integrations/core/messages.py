@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -11,7 +13,7 @@ from ..errors import InvalidMessageError, InvalidNamespaceError, InvalidQueryErr
 from .config import LimitsConfig
 from .model import Message
 
-__all__ = ["coerce_messages", "parse_moment", "parse_timestamp", "validate_namespace"]
+__all__ = ["coerce_messages", "iso_moment", "parse_moment", "parse_timestamp", "validate_metadata", "validate_namespace"]
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}")
 
@@ -38,18 +40,29 @@ def parse_timestamp(value: Any, *, message_id: str | None = None, index: int | N
     if value is None:
         return None
     if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, str):
-        try:
-            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidMessageError(f"timestamp {value!r} is not ISO-8601", message_id=message_id, index=index) from None
-    else:
-        raise InvalidMessageError(
-            f"timestamp must be a datetime, an ISO-8601 string or None, not {type(value).__name__}",
-            message_id=message_id,
-            index=index,
-        )
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, str):
+        dt = iso_moment(value)
+        if dt is None:
+            raise InvalidMessageError(f"timestamp {value!r} is not ISO-8601", message_id=message_id, index=index)
+        return dt
+    raise InvalidMessageError(
+        f"timestamp must be a datetime, an ISO-8601 string or None, not {type(value).__name__}",
+        message_id=message_id,
+        index=index,
+    )
+
+
+def iso_moment(text: str) -> datetime | None:
+    """An ISO-8601 string as an aware datetime (naive times taken as UTC), or ``None`` if it is not one.
+
+    >>> iso_moment("2025-03-01T10:00:00Z").isoformat(), iso_moment("lunch")
+    ('2025-03-01T10:00:00+00:00', None)
+    """
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
 
 
@@ -82,6 +95,71 @@ def _check_id(mid: Any, i: int, limits: LimitsConfig) -> str:
     return mid
 
 
+# Metadata travels as JSON and as FalkorDB properties: integers must fit a signed 64-bit one.
+_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
+def validate_metadata(
+    raw: Any, limits: LimitsConfig, *, message_id: str | None = None, index: int | None = None
+) -> dict[str, str | int | float | bool]:
+    """A message's ``metadata`` as a fresh flat dict, or :class:`InvalidMessageError`.
+
+    Keys: non-empty strings, not starting with ``$`` (filter operators do), no control
+    characters. Values: ``str``, ``int``, ``float`` (finite) or ``bool``; numpy-style numbers
+    become plain ``int`` / ``float``. Nested values, ``None`` and datetimes are refused (store a
+    time as an ISO-8601 string: filters compare such strings as times).
+
+    >>> validate_metadata({"channel": "email", "priority": 2}, LimitsConfig())
+    {'channel': 'email', 'priority': 2}
+    >>> validate_metadata({"tags": ["a"]}, LimitsConfig())  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    mnemis_integrations.errors.InvalidMessageError: ...
+    """
+    if raw is None:
+        return {}
+
+    def bad(reason: str) -> InvalidMessageError:
+        return InvalidMessageError(f"'metadata' {reason}", message_id=message_id, index=index)
+
+    if not isinstance(raw, Mapping):
+        raise bad(f"must be a dict of str keys to str, int, float or bool values, not {type(raw).__name__}")
+    if len(raw) > limits.max_metadata_keys:
+        raise bad(f"has {len(raw)} keys; the limit is {limits.max_metadata_keys}")
+    out: dict[str, str | int | float | bool] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key.strip():
+            raise bad(f"keys must be non-empty strings, got {key!r}")
+        if key.startswith("$") or len(key) > 128 or not _encodable(key) or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            raise bad(f"key {key!r} is refused: at most 128 characters, no leading '$', no control character")
+        out[key] = _metadata_value(key, value, limits, bad)
+    return out
+
+
+def _metadata_value(key: str, value: Any, limits: LimitsConfig, bad: Callable[[str], Exception]) -> str | int | float | bool:
+    if isinstance(value, (bool, str)):
+        if isinstance(value, str) and (len(value) > limits.max_metadata_chars or "\x00" in value or not _encodable(value)):
+            raise bad(f"value of {key!r} is longer than {limits.max_metadata_chars} characters, holds NUL "
+                      "or is not valid Unicode")
+        return value
+    if isinstance(value, numbers.Integral):
+        if not _INT_RANGE[0] <= int(value) <= _INT_RANGE[1]:
+            raise bad(f"value of {key!r} does not fit a signed 64-bit integer")
+        return int(value)
+    if isinstance(value, numbers.Real):
+        if not math.isfinite(float(value)):
+            raise bad(f"value of {key!r} must be a finite number, not {value!r}")
+        return float(value)
+    if isinstance(value, (Mapping, list, tuple, set)):
+        hint = "nested values are not supported (metadata is flat)"
+    elif isinstance(value, datetime):
+        hint = "store a time as an ISO-8601 string (filters compare those as times)"
+    elif value is None:
+        hint = "leave the key out instead of None"
+    else:
+        hint = f"{type(value).__name__} is not supported"
+    raise bad(f"value of {key!r} must be a str, int, float or bool: {hint}")
+
+
 def _encodable(s: str) -> bool:
     try:
         s.encode("utf-8")
@@ -94,6 +172,15 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def same_content(a: Message, b: Message) -> bool:
+    """Whether two deliveries of one message id carry the same message (a re-delivery, not a conflict)."""
+    return (a.text, a.speaker, _typed(a.metadata)) == (b.text, b.speaker, _typed(b.metadata))
+
+
+def _typed(metadata: Mapping[str, Any]) -> dict[str, tuple[type, Any]]:
+    return {k: (type(v), v) for k, v in metadata.items()}  # True, 1 and 1.0 are different metadata
 
 
 def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
@@ -131,9 +218,10 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             raise InvalidMessageError("'speaker' is longer than 256 characters, holds NUL or is not valid Unicode",
                                       message_id=mid, index=i)
         ts = parse_timestamp(_field(item, "timestamp"), message_id=mid, index=i)
-        m = Message(id=mid, speaker=speaker.strip() or "user", text=text, timestamp=ts)
+        metadata = validate_metadata(_field(item, "metadata"), limits, message_id=mid, index=i)
+        m = Message(id=mid, speaker=speaker.strip() or "user", text=text, timestamp=ts, metadata=metadata)
         if mid in seen:
-            if (seen[mid].text, seen[mid].speaker) != (m.text, m.speaker):
+            if not same_content(seen[mid], m):
                 from ..errors import DuplicateMessageError
 
                 raise DuplicateMessageError(mid)

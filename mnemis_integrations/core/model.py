@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 
@@ -37,13 +37,18 @@ class Status(str, Enum):
 
 @dataclass(frozen=True)
 class Message:
-    """One raw message as acknowledged by the store. Never lost, never rewritten."""
+    """One raw message as acknowledged by the store. Never lost, never rewritten.
+
+    ``metadata`` is the caller's own: a flat dict of str / int / float / bool values (checked by
+    :func:`~.metadata.validate_metadata`), stored with the message and selected by search filters.
+    """
 
     id: str
     speaker: str
     text: str
     timestamp: datetime | None
     seq: int = 0  # arrival order inside the namespace; breaks timestamp ties
+    metadata: dict[str, str | int | float | bool] = field(default_factory=dict, hash=False)
 
     def to_dict(self) -> dict:
         return {
@@ -52,7 +57,12 @@ class Message:
             "text": self.text,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "seq": self.seq,
+            "metadata": dict(self.metadata),
         }
+
+    def detached(self) -> Message:
+        """This message with a copy of its ``metadata``: frozen, it still holds a mutable dict."""
+        return replace(self, metadata=dict(self.metadata)) if self.metadata else self
 
     @classmethod
     def from_dict(cls, d: dict) -> Message:
@@ -63,6 +73,7 @@ class Message:
             text=d["text"],
             timestamp=datetime.fromisoformat(ts) if ts else None,
             seq=int(d.get("seq", 0)),
+            metadata=dict(d.get("metadata") or {}),
         )
 
 

@@ -43,10 +43,11 @@ __all__ = [
 
 
 def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
-    """Document metadata for one hit: everything in :meth:`MemoryHit.to_dict` except its text.
+    """Document metadata for one hit (:meth:`MemoryHit.to_metadata`): everything in
+    :meth:`MemoryHit.to_dict` except its text, with the metadata its messages share at the top level.
 
     Values are JSON-ready: ``path``, ``via`` and ``source_ids`` are lists, ``time`` is an
-    ISO-8601 string or ``None``.
+    ISO-8601 string or ``None``, ``message_metadata`` maps message ids to their metadata.
 
     Examples:
         >>> from mnemis_integrations.core.retrieval.results import MemoryHit
@@ -56,9 +57,7 @@ def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
         >>> md["path"], md["path_str"], md["via"], md["source_ids"]
         (['Work', 'Refunds'], 'Work > Refunds', ['semantic'], ['m1'])
     """
-    md = hit.to_dict()
-    md.pop("text", None)
-    return md
+    return hit.to_metadata()
 
 
 def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:

@@ -28,19 +28,21 @@ from ..core.graph import MemoryGraph
 from ..core.messages import parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
 from ..core.retrieval.results import MemoryHit
-from ..errors import InvalidMessageError
+from ..errors import InvalidMessageError, InvalidQueryError
 
 __all__ = [
     "DEFAULT_ENTITY_LABEL",
     "DERIVED_PROPERTIES",
     "DOCUMENT_SPEAKER",
     "DOCUMENT_TIME_KEYS",
+    "FILTER_OPERATORS",
     "FIELD_PROPERTIES",
     "LABEL_PROPERTY",
     "LLM_METADATA_KEYS",
     "STRUCTURAL_LABELS",
     "chat_message_id",
     "chat_record",
+    "core_filter",
     "document_record",
     "edge_kind_for_label",
     "entity_node_id",
@@ -73,12 +75,13 @@ LLM_METADATA_KEYS = ("path_str", "time", "status")
 
 
 def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
-    """TextNode metadata for one hit: everything in :meth:`MemoryHit.to_dict` except its text.
+    """TextNode metadata for one hit (:meth:`MemoryHit.to_metadata`).
 
     The same fields as the LangChain adapter's Document metadata: ``path``, ``path_str``,
     ``score``, ``semantic_score``, ``relation_score``, ``via``, ``kind``, ``node_id``,
     ``source_ids``, ``time`` (ISO string or ``None``), ``status``, ``label``, ``namespace``,
-    ``successors``.
+    ``successors``, ``message_metadata`` (message id -> its metadata), and the metadata the
+    shown messages share, at the top level.
 
     Examples:
         >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, ("semantic",),
@@ -87,9 +90,58 @@ def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
         >>> md["path"], md["path_str"], md["via"], md["source_ids"], md["time"]
         (['Work', 'Refunds'], 'Work > Refunds', ['semantic'], ['m1'], None)
     """
-    md = hit.to_dict()
-    md.pop("text", None)
-    return md
+    return hit.to_metadata()
+
+
+# LlamaIndex ``FilterOperator`` values -> Mnemis filter operators. The others (``any``, ``all``,
+# ``contains``, ``text_match``, ``is_empty``) test list values or text, which message metadata
+# (flat scalars) has no use for.
+FILTER_OPERATORS = {"==": "$eq", "!=": "$ne", "in": "$in", "nin": "$nin", ">": "$gt", ">=": "$gte",
+                    "<": "$lt", "<=": "$lte"}
+
+
+def core_filter(filters: Any) -> dict[str, Any] | None:
+    """A LlamaIndex ``MetadataFilters`` as a Mnemis ``search(filter=...)`` dict.
+
+    Read by attribute (``filters``, ``condition``; ``key``, ``operator``, ``value``), so it
+    works without LlamaIndex imported. Nested ``MetadataFilters`` and the ``and`` / ``or``
+    conditions translate; ``not`` and the operators outside :data:`FILTER_OPERATORS` raise.
+
+    Raises:
+        InvalidQueryError: an operator or condition Mnemis does not support.
+
+    Examples:
+        >>> from types import SimpleNamespace as F
+        >>> core_filter(F(condition="and", filters=[F(key="channel", operator="==", value="email"),
+        ...                                         F(key="priority", operator=">=", value=2)]))
+        {'$and': [{'channel': {'$eq': 'email'}}, {'priority': {'$gte': 2}}]}
+    """
+    if filters is None:
+        return None
+    condition = _enum_value(getattr(filters, "condition", None)) or "and"
+    if condition not in ("and", "or"):
+        raise InvalidQueryError(f"MetadataFilters condition {condition!r} is not supported; use 'and' or 'or'")
+    parts = []
+    for f in filters.filters:
+        if hasattr(f, "filters"):
+            nested = core_filter(f)
+            if nested is not None:
+                parts.append(nested)
+            continue
+        op = _enum_value(getattr(f, "operator", None)) or "=="
+        if op not in FILTER_OPERATORS:
+            raise InvalidQueryError(
+                f"MetadataFilter operator {op!r} on {f.key!r} is not supported; "
+                f"supported: {', '.join(FILTER_OPERATORS)}"
+            )
+        parts.append({f.key: {FILTER_OPERATORS[op]: f.value}})
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {f"${condition}": parts}
+
+
+def _enum_value(value: Any) -> Any:
+    return getattr(value, "value", value)
 
 
 def metadata_exclusions(metadata: Mapping[str, Any]) -> tuple[list[str], list[str]]:

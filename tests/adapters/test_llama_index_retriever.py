@@ -28,6 +28,7 @@ HIT_FIELDS = {
     "label",
     "namespace",
     "successors",
+    "message_metadata",  # the shared message metadata joins these only when the messages carry some
 }
 
 
@@ -70,6 +71,7 @@ def test_metadata_is_the_memory_hit_field_for_field(mem):
     for node, hit in zip(nodes, hits):
         expected = hit.to_dict()
         assert node.node.get_content() == expected.pop("text")
+        assert expected.pop("metadata") == {}  # these messages carry no metadata to merge in
         assert node.node.metadata == expected
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -123,6 +124,23 @@ def test_namespaces_are_listed_and_kept_apart(store):
     assert store.load("a", DIM).messages[0].text == "a" and store.load("b", DIM).messages[0].text == "b"
     store.delete("a")
     assert store.namespaces() == ["b"]
+
+
+def test_message_metadata_is_stored_with_the_message_and_removed_with_it(store):
+    """Issue #14: each backend keeps a message's metadata, types and all, and a removed message
+    takes its metadata with it."""
+    g = MemoryGraph("u1")
+    for i in range(3):
+        _fragment(g, i, f"note {i}")
+    tagged = {"channel": "e'mail\"}", "priority": 2, "score": 0.25, "vip": False, "zoë": "ünïcode"}
+    msgs = [replace(_msg(0, "note 0"), metadata=tagged), _msg(1, "note 1"),
+            replace(_msg(2, "note 2"), metadata={"n": 2**62})]
+    v1 = _write(store, g, 0, new_messages=msgs, new_vectors=_vecs(3))
+    loaded = {m.id: m.metadata for m in store.load("u1", DIM).messages}
+    assert loaded == {"m0": tagged, "m1": {}, "m2": {"n": 2**62}}
+    assert [type(v) for v in loaded["m0"].values()] == [str, int, float, bool, str]
+    _write(store, g, v1, removed_messages=["m0"])
+    assert {m.id: m.metadata for m in store.load("u1", DIM).messages} == {"m1": {}, "m2": {"n": 2**62}}
 
 
 def test_a_format_1_sqlite_file_is_converted_on_open(tmp_path):

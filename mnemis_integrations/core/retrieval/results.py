@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-__all__ = ["MemoryHit", "Via"]
+from ..model import Message
+
+__all__ = ["MemoryHit", "Via", "metadata_of"]
 
 
 class Via:
@@ -41,6 +45,11 @@ class MemoryHit:
         successors: ids of nodes that supersede this one.
         focus: for a fragment, the ids of its messages ordered by how well they match the
             query, best first (what a token budget keeps first).
+        metadata: the message metadata every message in ``source_ids`` shares (a key whose
+            value differs between them, or that one of them lacks, is left out); ``{}`` for a
+            concept or subtopic, which shows no message.
+        message_metadata: message id -> that message's metadata, for the messages in
+            ``source_ids`` that carry any.
     """
 
     node_id: str
@@ -58,6 +67,8 @@ class MemoryHit:
     namespace: str = ""
     successors: tuple[str, ...] = field(default_factory=tuple)
     focus: tuple[str, ...] = field(default_factory=tuple)
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
+    message_metadata: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
 
     @property
     def path_str(self) -> str:
@@ -81,4 +92,46 @@ class MemoryHit:
             "namespace": self.namespace,
             "successors": list(self.successors),
             "focus": list(self.focus),
+            "metadata": dict(self.metadata),
+            "message_metadata": {m: dict(md) for m, md in self.message_metadata.items()},
         }
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Flat metadata for a framework document (LangChain ``Document``, LlamaIndex ``TextNode``).
+
+        Every field of :meth:`to_dict` except ``text`` and ``metadata``, then the shared message
+        metadata merged in at the top level, as document stores put their own fields. A message
+        key named like a hit field (``score``, ``time``, ...) does not replace that field: it
+        stays readable in ``message_metadata``.
+
+        >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, (), (), None, "active",
+        ...               metadata={"channel": "email", "score": 5}, message_metadata={"m1": {"channel": "email", "score": 5}})
+        >>> md = h.to_metadata()
+        >>> md["channel"], md["score"], md["message_metadata"]["m1"]["score"]
+        ('email', 0.9, 5)
+        """
+        md = self.to_dict()
+        md.pop("text")
+        shared = md.pop("metadata")
+        for key, value in shared.items():
+            md.setdefault(key, value)
+        return md
+
+
+def metadata_of(messages: Iterable[Message]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``(shared, per message)`` metadata of the messages a hit shows (see :class:`MemoryHit`).
+
+    >>> from mnemis_integrations.core.model import Message
+    >>> a = Message("a", "ann", "x", None, metadata={"channel": "email", "n": 1})
+    >>> b = Message("b", "bob", "y", None, metadata={"channel": "email", "n": 2})
+    >>> metadata_of([a, b])[0]
+    {'channel': 'email'}
+    """
+    shown = list(messages)
+    per = {m.id: dict(m.metadata) for m in shown if m.metadata}
+    if not per or len(per) < len(shown):
+        return {}, per
+    first, *rest = per.values()
+    shared = {k: v for k, v in first.items()
+              if all(k in md and type(md[k]) is type(v) and md[k] == v for md in rest)}
+    return shared, per

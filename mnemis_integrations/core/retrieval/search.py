@@ -9,6 +9,7 @@ import numpy as np
 
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
+from ..filters import MetadataFilter
 from ..maintenance.supersede import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
@@ -17,7 +18,8 @@ from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
 from .relation import grade_by_match, relation_path, semantic_match, term_match
 from .render import render
-from .results import MemoryHit, Via
+from .results import MemoryHit, Via, metadata_of
+from .scope import scope_of
 from .semantic import semantic_path
 
 __all__ = ["dual_path_search"]
@@ -94,16 +96,21 @@ def dual_path_search(
     as_of: datetime | None = None,
     include_archived: bool = False,
     cache: PathCache | None = None,
+    filter: MetadataFilter | None = None,
 ) -> list[MemoryHit]:
     if is_large(st):  # the visible set only changes with a write: computed once per version
         allowed, status = memo(st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived))
     else:
         allowed, status = _visible(st, as_of, include_archived)
+    scope = scope_of(st, filter, as_of) if filter is not None else None
+    if scope is not None:
+        allowed = allowed & scope.nodes
     if not allowed:
         return []
     threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
     rel = relation_path(st, query, config.relation, allowed)
-    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores)
+    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores,
+                        messages=scope.messages if scope is not None else None)
 
     if config.relation.match_weight > 0 and rel.scores:
         if config.relation.match_by == "terms":
@@ -188,8 +195,9 @@ def dual_path_search(
             score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
         prev_score = score
         path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
-        said = _said_by(st, node, as_of)
+        said = _said_by(st, node, as_of) if scope is None else scope.shown(node)
         text, shown = render(st, node, path, only=said, as_of=as_of)
+        shared, per_message = metadata_of(st.messages[m] for m in shown)
         when = node.event_time
         if said is not None:
             when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
@@ -211,6 +219,8 @@ def dual_path_search(
                 namespace=st.namespace,
                 successors=tuple(s.id for s in st.graph.successors_of(nid)),
                 focus=focus,
+                metadata=shared,
+                message_metadata=per_message,
             )
         )
     return hits

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,6 +74,7 @@ def semantic_path(
     allowed: set[str],
     lexical_skip: tuple[str, ...] = (),
     extra: Iterable[str] = (),
+    messages: Collection[str] | None = None,
 ) -> SemanticResult:
     """Score ``allowed`` hierarchy nodes against the query.
 
@@ -87,17 +88,25 @@ def semantic_path(
     the coarse candidates (nearest nodes and messages, ANN above ``ann.ANN_MIN_VECTORS``,
     the best BM25 messages, ``extra`` such as the relation path's hits, and their parents)
     are scored, exactly; min-max normalisation then runs over those candidates.
+
+    ``messages``: a filtered search's messages in scope (``retrieval.scope``); only they count as
+    message-level evidence (best message, BM25, focus), and the funnel proposes the nearest
+    nodes and messages inside the scope. ``None``: every message counts.
     """
     lex_query = query
     for name in lexical_skip:
         lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
     lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
+    if messages is not None:
+        lex = {m: s for m, s in lex.items() if m in messages}
     lex_max = max(lex.values(), default=0.0)
     if is_large(st):
-        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, extra)
+        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, extra, messages)
     else:
         node_sims = st.node_vectors.search(qvec)
         msg_sims = st.msg_vectors.search(qvec)
+        if messages is not None:
+            msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
         ids_iter = allowed
     if cfg.speaker_boost > 0 and lexical_skip and msg_sims:
         named = {n.lower() for n in lexical_skip}
@@ -121,18 +130,26 @@ def _message_scores(msg_sims: dict[str, float], lex: dict[str, float], lex_max: 
     return {i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0)) for i, n in zip(ids, norm)}
 
 
-def _sample(allowed: set[str], n: int) -> list[str]:
+def _sample(allowed: Collection[str], n: int) -> list[str]:
     ids = list(allowed)
     pick = np.random.default_rng(0).choice(len(ids), size=min(n, len(ids)), replace=False)
     return [ids[i] for i in pick]
 
 
 def _coarse(
-    st: NamespaceState, qvec: np.ndarray, allowed: set[str], lex: dict[str, float], extra: Iterable[str]
+    st: NamespaceState, qvec: np.ndarray, allowed: set[str], lex: dict[str, float], extra: Iterable[str],
+    messages: Collection[str] | None = None,
 ) -> tuple[list[str], dict[str, float], dict[str, float]]:
     """Stage one of the funnel: candidate node ids, with exact node and message cosines for them."""
-    cand = dict.fromkeys(st.node_vectors.top(qvec, FUNNEL_NODES))
-    for m in st.msg_vectors.top(qvec, FUNNEL_MESSAGES):
+    if messages is None:
+        cand = dict.fromkeys(st.node_vectors.top(qvec, FUNNEL_NODES))
+        near = st.msg_vectors.top(qvec, FUNNEL_MESSAGES)
+    else:
+        # A filter may leave none of the globally nearest allowed: the nearest inside the scope,
+        # from the exact flat index (widened until found, at most about one scan more).
+        cand = dict.fromkeys(k for k, _ in st.node_vectors.nearest(qvec, FUNNEL_NODES, keep=allowed.__contains__))
+        near = [k for k, _ in st.msg_vectors.nearest(qvec, FUNNEL_MESSAGES, keep=messages.__contains__)]
+    for m in near:
         f = st.msg_fragment.get(m)
         if f is not None:
             cand[f] = None
@@ -144,7 +161,11 @@ def _coarse(
         cand[nid] = None
     # A fixed random sample of the visible nodes: it puts the floor of the min-max normalisation
     # close to the full scan's minimum, so normalised scores (and their fusion) stay comparable.
-    for nid in memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE)):
+    if messages is None:
+        sample = memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
+    else:  # a filter's scope is a new set each query: drawn again, from a fixed order, never from a stale memo
+        sample = _sample(sorted(allowed), FUNNEL_FLOOR_SAMPLE)
+    for nid in sample:
         cand[nid] = None
     ids = [i for i in cand if i in allowed and i in st.node_vectors]
     parents = []
@@ -156,7 +177,8 @@ def _coarse(
                 parents.append(p)
     ids += parents
     node_sims = dict(zip(ids, st.node_vectors.similarities(qvec, ids).tolist()))
-    msgs = [m for i in ids if st.node(i).kind == NodeKind.FRAGMENT for m in st.node(i).source_ids if m in st.msg_vectors]
+    msgs = [m for i in ids if st.node(i).kind == NodeKind.FRAGMENT for m in st.node(i).source_ids
+            if m in st.msg_vectors and (messages is None or m in messages)]
     msgs = list(dict.fromkeys(msgs))
     msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist()))
     return ids, node_sims, msg_sims

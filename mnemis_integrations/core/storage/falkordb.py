@@ -2,7 +2,8 @@
 
 Layout of the graph ``mnemis:<namespace>``:
 
-- ``(:Message {id, seq, speaker, text, timestamp, vec})``: raw messages; ``vec`` is the float32
+- ``(:Message {id, seq, speaker, text, timestamp, metadata, vec})``: raw messages; ``metadata`` is
+  the caller's flat dict as JSON (absent when empty); ``vec`` is the float32
   vector, base64 (reading FalkorDB ``vecf32`` values back costs ~1 ms per vector in the client,
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
 - ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
@@ -45,7 +46,9 @@ _Q_VERSION = "MATCH (v:Meta {key: 'version'}) RETURN v.value"
 _Q_DIM = "MATCH (m:Message) RETURN m.vec LIMIT 1"
 _Q_NODES = "MATCH (n:Node) RETURN n.data ORDER BY n.ord"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
-_Q_MESSAGES = "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec ORDER BY m.seq"
+_Q_MESSAGES = (
+    "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec, m.metadata ORDER BY m.seq"
+)
 # ``WITH count(*)`` after each UNWIND keeps exactly one row flowing even when the list is empty.
 # A node is looked up through the id index and created or updated, not MERGEd: a MERGE that
 # creates costs as much as the graph is large in FalkorDB (3.8 ms at 50k nodes, 0.5 ms at 1k).
@@ -84,7 +87,8 @@ SET e.kind = ed.kind, e.label = ed.label, e.data = ed.data
 WITH count(*) AS _e
 {_OK}
 UNWIND CASE WHEN ok THEN $msgs ELSE [] END AS m
-CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, timestamp: m.timestamp, vec: m.vec}})
+CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, timestamp: m.timestamp,
+                   metadata: m.metadata, vec: m.vec}})
 WITH count(*) AS _m
 {_OK}
 MERGE (v:Meta {{key: 'version'}})
@@ -231,7 +235,9 @@ class FalkorDBStore:
             if self.version(namespace) == before:
                 break
         messages = [
-            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q}) for i, s, t, ts, q, _ in rows
+            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q,
+                               "metadata": json.loads(md) if md else None})
+            for i, s, t, ts, q, _, md in rows
         ]
         arr = np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim) if rows else np.zeros((0, dim), np.float32)
         return StoredNamespace({"namespace": namespace, "nodes": nodes, "edges": edges}, messages,
@@ -265,7 +271,8 @@ class FalkorDBStore:
             "edges": [{"src": e.src, "dst": e.dst, "key": edge_key(e)[2], "kind": e.kind.value, "label": e.label,
                        "ord": new * _ORD_STEP + i, "data": json.dumps(e.to_dict())} for i, e in enumerate(g.edges)],
             "msgs": [{"id": m.id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
-                      "timestamp": m.timestamp.isoformat() if m.timestamp else None, "vec": _vec_out(v)}
+                      "timestamp": m.timestamp.isoformat() if m.timestamp else None,
+                      "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None, "vec": _vec_out(v)}
                      for m, v in zip(delta.new_messages, vectors)],
         }
 

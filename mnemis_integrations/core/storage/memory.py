@@ -64,7 +64,7 @@ class InMemoryStore:
             return StoredNamespace(
                 {"namespace": namespace, "nodes": [json.loads(d) for d in ns.nodes.values()],
                  "edges": [json.loads(d) for d in ns.edges.values()]},
-                sorted(ns.messages.values(), key=lambda m: m.seq), keys, vecs, ns.version,
+                [m.detached() for m in sorted(ns.messages.values(), key=lambda m: m.seq)], keys, vecs, ns.version,
             )
 
     def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
@@ -91,7 +91,7 @@ class InMemoryStore:
                 ns.messages.pop(mid, None)
                 ns.vectors.pop(mid, None)
             for i, m in enumerate(delta.new_messages):
-                ns.messages[m.id] = m
+                ns.messages[m.id] = m.detached()
                 ns.vectors[m.id] = np.array(delta.new_vectors[i], np.float32)
             self._ns[namespace] = ns
             return ns.version

@@ -1,6 +1,6 @@
 """Single-file persistent store (SQLite): many namespaces, one transaction per write.
 
-Layout: ``messages`` (raw text), ``vectors`` (float32 bytes per message, so a reopened store
+Layout: ``messages`` (raw text; ``metadata`` the caller's flat dict as JSON, NULL when empty), ``vectors`` (float32 bytes per message, so a reopened store
 never re-embeds), ``nodes`` and ``edges`` (one row per graph element with its JSON, so a write
 touches only what changed), ``versions`` (each namespace's version, taken from the store-wide
 sequence ``meta.write_seq`` so it never goes back) and ``meta`` (format version, embedder id,
@@ -38,7 +38,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS messages (
     namespace TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL,
-    speaker TEXT NOT NULL, text TEXT NOT NULL, timestamp TEXT,
+    speaker TEXT NOT NULL, text TEXT NOT NULL, timestamp TEXT, metadata TEXT,
     PRIMARY KEY (namespace, id)
 );
 CREATE TABLE IF NOT EXISTS vectors (
@@ -95,11 +95,24 @@ class SQLiteStore:
                 # Deleted rows are overwritten with zeros, so forgotten text does not linger in free pages.
                 self._conn.execute("PRAGMA secure_delete=ON")
                 self._conn.executescript(_SCHEMA)
+                self._add_metadata_column()
                 return
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or attempt + 1 == _OPEN_ATTEMPTS:
                     raise
                 time.sleep(0.05)
+
+    def _add_metadata_column(self) -> None:
+        """Files written before message metadata existed get the column (NULL: no metadata). The
+        format stays 2: an older reader names its columns, so it still reads and writes the file."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(messages)")}
+        if "metadata" in columns:
+            return
+        try:
+            self._conn.execute("ALTER TABLE messages ADD COLUMN metadata TEXT")
+        except sqlite3.OperationalError as e:
+            if "duplicate column" not in str(e):  # another process added it first
+                raise
 
     def _upgrade_from_1(self) -> None:
         """Format 1 kept one graph blob per namespace: split it into node and edge rows."""
@@ -184,14 +197,16 @@ class SQLiteStore:
                 edges = self._conn.execute(
                     "SELECT data FROM edges WHERE namespace = ? ORDER BY rowid", (namespace,)).fetchall()
                 msgs = self._conn.execute(
-                    "SELECT id, speaker, text, timestamp, seq FROM messages WHERE namespace = ? ORDER BY seq",
+                    "SELECT id, speaker, text, timestamp, seq, metadata FROM messages WHERE namespace = ? ORDER BY seq",
                     (namespace,),
                 ).fetchall()
                 vecs = self._conn.execute("SELECT id, vec FROM vectors WHERE namespace = ?", (namespace,)).fetchall()
             finally:
                 self._conn.execute("COMMIT")
         messages = [
-            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q}) for i, s, t, ts, q in msgs
+            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q,
+                               "metadata": json.loads(md) if md else None})
+            for i, s, t, ts, q, md in msgs
         ]
         keys = [k for k, _ in vecs]
         arr = (
@@ -240,8 +255,9 @@ class SQLiteStore:
                 self._conn.executemany(f"DELETE FROM {table} WHERE namespace = ? AND id = ?",
                                        [(namespace, m) for m in delta.removed_messages])
             self._conn.executemany(
-                "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp) VALUES (?, ?, ?, ?, ?, ?)",
-                [(namespace, m.id, m.seq, m.speaker, m.text, m.timestamp.isoformat() if m.timestamp else None)
+                "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(namespace, m.id, m.seq, m.speaker, m.text, m.timestamp.isoformat() if m.timestamp else None,
+                  json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None)
                  for m in delta.new_messages],
             )
             self._conn.executemany(

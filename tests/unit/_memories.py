@@ -1,0 +1,55 @@
+"""One memory per backend (in memory, SQLite, FalkorDB when ``MNEMIS_FALKORDB_URL`` is set), for
+engine tests that must hold on each: import ``backend`` into a test module to use it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
+
+
+@dataclass
+class Backend:
+    name: str
+    _open: Callable[[], MnemisMemory]
+    opened: list[MnemisMemory] = field(default_factory=list)
+
+    def open(self) -> MnemisMemory:
+        """A memory on this backend's store; a second call opens the same store again (a reopen),
+        except in memory, where the one memory is the store."""
+        mem = self._open()
+        self.opened.append(mem)
+        return mem
+
+    @property
+    def reopens(self) -> bool:
+        return self.name != "memory"
+
+
+@pytest.fixture(
+    params=["memory", "sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])]
+)
+def backend(request, tmp_path):
+    if request.param == "memory":
+        only = MnemisMemory(embedder=HashingEmbedder())
+        b = Backend("memory", lambda: only)
+    elif request.param == "sqlite":
+        b = Backend("sqlite", lambda: MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder()))
+    else:
+        url = os.environ.get("MNEMIS_FALKORDB_URL")
+        if not url:
+            pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
+        b = Backend("falkordb", lambda: MnemisMemory(backend=url, embedder=HashingEmbedder()))
+        for ns in b.open().namespaces():
+            b.opened[0].delete_namespace(ns)
+    yield b
+    if b.name == "falkordb":
+        for ns in b.opened[0].namespaces():
+            b.opened[0].delete_namespace(ns)
+    for mem in b.opened:
+        mem.close()
