@@ -230,7 +230,7 @@ _HEALTH_HINTS = {
                  "--fix splits it at its longest silences",
     "low_cohesion": "the subtopic's fragments have drifted apart in meaning; --fix splits it in two by meaning",
     "oversized": "the concept holds more subtopics or fragments than the builder would put under one; "
-                 "`mnemis review` can split it by hand",
+                 "--fix leaves concepts as they are: `mnemis review export`, edit, `review apply` regroups by hand",
     "orphan": "the fragment belongs to no subtopic: search still finds it, with no path; --fix attaches it",
     "duplicate": "two entity nodes name the same thing; --fix merges them",
 }

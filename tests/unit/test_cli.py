@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from datetime import timedelta
@@ -183,7 +184,7 @@ def test_piping_into_head_ends_quietly(tmp_path):
     full = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=True)
     assert len(full.stdout) > 4 * 65536
     err_file = tmp_path / "err.txt"
-    shell = " ".join(f"'{c}'" for c in cmd) + f" 2>'{err_file}' | head -1"
+    shell = f"{shlex.join(cmd)} 2>{shlex.quote(str(err_file))} | head -1"
     piped = subprocess.run(["sh", "-c", shell], capture_output=True, env=env, cwd=ROOT, check=True)
     assert piped.stdout == b"[\n"
     assert err_file.read_text() == ""

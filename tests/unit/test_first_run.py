@@ -26,7 +26,7 @@ def run_python(code: str, **env: str) -> tuple[str, str]:
 
 def test_importing_the_package_imports_neither_faiss_nor_bm25s():
     """Before: ``import mnemis_integrations`` imported faiss (state -> vector index) at once,
-    a fifth of the import time. After: faiss loads with the first vector index."""
+    about 50 ms of it. After: faiss loads with the first vector index."""
     out, _ = run_python(
         "import json, sys, mnemis_integrations, mnemis_integrations.cli\n"
         "print(json.dumps([m for m in ('faiss', 'bm25s') if m in sys.modules]))"

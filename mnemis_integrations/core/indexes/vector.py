@@ -1,8 +1,8 @@
 """Dense vectors of one namespace: a faiss inner-product index over nodes, plus
 message vectors kept for fragment scoring and re-clustering without re-embedding.
 
-faiss is imported on first use (:func:`~..threads.faiss_module`), not with this module: it was a
-fifth of the time ``import mnemis_integrations`` took (BENCHMARKS.md, "First run").
+faiss is imported on first use (:func:`~..threads.faiss_module`), not with this module, so that
+``import mnemis_integrations`` does not pay for it (about 50 ms; BENCHMARKS.md, "First run").
 """
 
 from __future__ import annotations
