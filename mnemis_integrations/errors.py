@@ -14,6 +14,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidNamespaceError",
     "InvalidQueryError",
+    "MessageFileError",
     "MissingDependencyError",
     "MnemisError",
     "NamespaceNotFoundError",
@@ -82,6 +83,19 @@ class NodeNotFoundError(MnemisError, KeyError):
 
     def __str__(self) -> str:
         return f"node {self.node_id!r} not found"
+
+
+class MessageFileError(MnemisError, ValueError):
+    """A file of messages (``mnemis ingest FILE``) cannot be read, or one of its messages is invalid.
+
+    ``line`` is the 1-based line of a JSONL file (or of a JSON syntax error), ``None`` when unknown.
+    """
+
+    def __init__(self, path: str, reason: str, *, line: int | None = None):
+        super().__init__(f"{path}{'' if line is None else f':{line}'}: {reason}")
+        self.path = path
+        self.line = line
+        self.reason = reason
 
 
 class StoreError(MnemisError):

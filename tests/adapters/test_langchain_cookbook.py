@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import runpy
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 COOKBOOK = Path(__file__).resolve().parents[2] / "cookbook"
 
@@ -30,3 +35,15 @@ def test_agent_cookbook_recalls_monday_on_friday_through_middleware_tool_and_sto
     assert result["facts"][0].key == "contact" and result["facts"][0].path
     assert f"[{result['facts'][0].path_str}]" in out
     assert len(result["memory"].messages("u1")) == 4
+
+
+@pytest.mark.parametrize("missing", ["langchain_openai", "vcr"])
+def test_llm_builder_cookbook_fails_when_a_dependency_is_missing(missing):
+    """Before: without langchain-openai or vcrpy the script printed a hint and exited 0, so CI's
+    loop over the cookbook passed without running it. After: exit status 1, the hint on stderr."""
+    hide = f"import runpy, sys; sys.modules[{missing!r}] = None; " \
+           f"runpy.run_path({str(COOKBOOK / 'llm_builder.py')!r}, run_name='__main__')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(COOKBOOK.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert "pip install 'mnemis-integrations[llm]' vcrpy" in done.stderr and done.stdout == ""

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import pytest
 from fakes import ScriptedChatModel, call_tool, echo_last_tool_result, empty_memory, seeded_memory
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
 from langgraph.checkpoint.memory import InMemorySaver
 
 from mnemis_integrations.langchain import MnemisMemoryMiddleware, create_recall_tool
@@ -202,3 +205,37 @@ def test_a_template_namespace_falls_back_to_configurable_without_a_context():
     )
     assert DEFAULT_HEADER in model.last_system_prompt and "refund" in model.last_system_prompt.lower()
     assert texts(mem, "u1")[-2:] == [QUESTION, "Not yet."]
+
+
+class RetrieverRuns(BaseCallbackHandler):
+    """Records the retriever runs the callbacks see: (name, query) at start, documents at end."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, str]] = []
+        self.ended: list[list[Document]] = []
+
+    def on_retriever_start(self, serialized, query, *, run_id, parent_run_id=None, **kwargs):
+        self.started.append((kwargs.get("name"), query))
+
+    def on_retriever_end(self, documents, *, run_id, parent_run_id=None, **kwargs):
+        self.ended.append(list(documents))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_recall_is_traced_as_a_retriever_run(mode):
+    """Before: the middleware called ``memory.search`` directly, so callbacks (LangSmith, a
+    custom tracer) saw the model call but no trace of what was recalled. After: the recall is a
+    retriever run inside the agent's run, with the query and the injected documents."""
+    mem = seeded_memory("u1")
+    expected = mem.search(QUESTION, k=3, namespace="u1")
+    runs = RetrieverRuns()
+    agent = make_agent(mem, ScriptedChatModel.of("Not yet."))
+    state = {"messages": [{"role": "user", "content": QUESTION}]}
+    config = {"callbacks": [runs]}
+    if mode == "sync":
+        agent.invoke(state, config)
+    else:
+        await agent.ainvoke(state, config)
+    assert runs.started == [("MnemisRetriever", QUESTION)]
+    assert [[d.id for d in docs] for docs in runs.ended] == [[h.node_id for h in expected]]
+    assert runs.ended[0][0].metadata["path_str"] == expected[0].path_str

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 
 import pytest
@@ -250,6 +251,36 @@ def test_a_model_that_raises_falls_back_and_loses_no_message():
     assert rep.added == 10 and covered(mem) == sorted(m["id"] for m in CONVERSATION)
     st = builder.last_usage.steps["segment"]
     assert (st.calls, st.fallbacks) == (3, 1) and "TimeoutError" in st.errors[0]
+
+
+class AuthenticationError(Exception):
+    """What an OpenAI-style client raises for a wrong API key."""
+
+
+def test_a_model_that_cannot_answer_at_all_is_reported_by_one_warning(caplog):
+    """Before: a wrong API key gave "10 added" and an offline graph, with nothing said; the
+    failure showed only in ``builder.last_usage``. After: one WARNING per ingest names the steps
+    that fell back and the last error."""
+    def refused(messages):
+        raise AuthenticationError("Incorrect API key provided: sk-wrong")
+
+    emb = HashingEmbedder()
+    builder = LLMBuilder(refused, config=LLMBuildConfig(max_retries=1), embedder=emb)
+    mem = MnemisMemory(embedder=emb, builder=builder)
+    with caplog.at_level(logging.DEBUG, logger="mnemis_integrations"):
+        rep = mem.add_messages(CONVERSATION, namespace="u1")
+    assert rep.added == 10
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.name for r in warnings] == ["mnemis_integrations.core.builder.llm_builder"]
+    text = warnings[0].getMessage()
+    assert "fell back to the offline builder" in text and "'u1'" in text
+    assert "segment 1 of 1" in text and "AuthenticationError: Incorrect API key" in text
+
+
+def test_a_model_whose_answers_are_used_logs_no_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="mnemis_integrations"):
+        build(Router())
+    assert caplog.records == []
 
 
 def test_fallback_is_per_batch():

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
@@ -51,6 +52,8 @@ from .segment import segment
 from .summarise import fragment_label
 
 __all__ = ["STEPS", "LLMBuildConfig", "LLMBuildReport", "LLMBuilder"]
+
+logger = logging.getLogger(__name__)
 
 STEPS = ("segment", "summarise", "abstract", "entities", "updates")
 Mode = Literal["llm", "offline"]
@@ -185,6 +188,7 @@ class LLMBuilder(OfflineBuilder):
         self._relabel(st, rep)
         rep.usage = self._usage.to_dict()
         self.last_usage = self._usage
+        _warn_on_fallbacks(self._usage, st.namespace)
         return rep
 
     # ------------------------------------------------------------------ 1. segment
@@ -454,3 +458,16 @@ class LLMBuilder(OfflineBuilder):
         # Batches run in order, not concurrently: a fact one batch supersedes is not offered to the next.
         for i in range(0, len(created), self.llm.batch_fragments):
             one(created[i : i + self.llm.batch_fragments])
+
+
+def _warn_on_fallbacks(usage: Usage, namespace: str) -> None:
+    """One WARNING per ingest in which some step fell back to the offline builder: the ingest
+    itself succeeds, so a model that cannot answer at all (a wrong API key, a dead endpoint)
+    would otherwise go unnoticed behind a normal-looking report."""
+    fell_back = {name: s for name, s in usage.steps.items() if s.fallbacks}
+    if not fell_back:
+        return
+    steps = ", ".join(f"{name} {s.fallbacks} of {s.fallbacks + s.llm_batches}" for name, s in fell_back.items())
+    last = next((s.errors[-1] for s in reversed(list(fell_back.values())) if s.errors), "no error recorded")
+    logger.warning("LLM builder fell back to the offline builder in namespace %r (batches per step: %s); "
+                   "last error: %s", namespace, steps, last)

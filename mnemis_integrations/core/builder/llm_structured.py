@@ -19,6 +19,7 @@ The loop for one step (:func:`ask`):
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -31,6 +32,8 @@ from ..protocols import ChatModel
 from ..tokens import count_tokens
 
 __all__ = ["JSONRepairError", "StepStats", "Usage", "ask", "extract_json"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -280,6 +283,7 @@ def ask(
             reply = chat.complete(convo, schema=json_schema) if json_schema is not None else chat.complete(convo)
         except Exception as e:  # noqa: BLE001 - any model failure means: try again, then fall back
             usage.error(step, f"model call failed: {type(e).__name__}: {e}")
+            logger.debug("%s: model call %d failed: %s: %s", step, attempt + 1, type(e).__name__, e)
             continue
         reply = reply if isinstance(reply, str) else str(reply)
         usage.add(step, completion_tokens=count_tokens(reply))
@@ -306,6 +310,7 @@ def ask(
                 usage.add(step, repaired=1)
             return value
         usage.error(step, "; ".join(errors))
+        logger.debug("%s: answer %d invalid: %s", step, attempt + 1, "; ".join(errors))
         convo = list(messages) + [
             {"role": "assistant", "content": reply[:4000]},
             {

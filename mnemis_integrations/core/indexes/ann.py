@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-import faiss
 import numpy as np
+
+from ..threads import faiss_module
 
 __all__ = ["ANN_MIN_VECTORS", "IVFIndex"]
 
@@ -38,6 +39,7 @@ class IVFIndex:
         self.dim = dim
         self.nlist = int(min(4096, max(64, math.sqrt(max(n, 1)))))
         self.nprobe = nprobe
+        faiss = faiss_module()
         quantizer = faiss.IndexFlatIP(dim)
         self._index = faiss.IndexIVFScalarQuantizer(
             quantizer, dim, self.nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT

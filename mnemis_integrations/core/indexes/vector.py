@@ -1,30 +1,27 @@
 """Dense vectors of one namespace: a faiss inner-product index over nodes, plus
-message vectors kept for fragment scoring and re-clustering without re-embedding."""
+message vectors kept for fragment scoring and re-clustering without re-embedding.
+
+faiss is imported on first use (:func:`~..threads.faiss_module`), not with this module, so that
+``import mnemis_integrations`` does not pay for it (about 50 ms; BENCHMARKS.md, "First run").
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
 
+from ..threads import faiss_module
 from .ann import ANN_MIN_VECTORS, IVFIndex
+
+if TYPE_CHECKING:
+    import faiss
 
 __all__ = ["VectorIndex"]
 
 
-_THREADS_SET = False
 COMPACT_MIN = 1024  # tombstoned rows tolerated before a compaction, whatever the size
-
-
-def _single_threaded_faiss() -> None:
-    """Flat search over one memory's vectors (thousands) is fastest on one thread: OpenMP's
-    spin-waiting threads cost more than they save there, and stall badly when cores are busy.
-    Done on first use, never at import."""
-    global _THREADS_SET
-    if not _THREADS_SET:
-        faiss.omp_set_num_threads(1)
-        _THREADS_SET = True
 
 
 class VectorIndex:
@@ -34,7 +31,7 @@ class VectorIndex:
     """
 
     def __init__(self, dim: int):
-        _single_threaded_faiss()
+        faiss = faiss_module()
         self.dim = dim
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._ids: dict[str, int] = {}
@@ -140,6 +137,7 @@ class VectorIndex:
         if not self._dead:
             return None
         if self._skip is None:
+            faiss = faiss_module()
             batch = faiss.IDSelectorBatch(np.fromiter(self._dead, dtype=np.int64, count=len(self._dead)))
             not_dead = faiss.IDSelectorNot(batch)
             self._skip = (faiss.SearchParameters(sel=not_dead), not_dead, batch)  # selectors must outlive the params
@@ -291,7 +289,7 @@ class VectorIndex:
         """faiss id -> row of the flat storage (-1: no row, or an id not given yet); rebuilt only after
         a removal."""
         if self._pos is None:
-            id_map = faiss.vector_to_array(self._index.id_map)
+            id_map = faiss_module().vector_to_array(self._index.id_map)
             pos = np.full(self._next, -1, np.int64)
             pos[id_map] = np.arange(len(id_map))
             self._pos = pos
@@ -299,6 +297,7 @@ class VectorIndex:
 
     def _storage(self) -> np.ndarray:
         """The flat storage as a (rows, dim) array sharing its memory (valid until the next add)."""
+        faiss = faiss_module()
         flat = faiss.downcast_index(self._index.index)
         return faiss.rev_swig_ptr(flat.get_xb(), flat.ntotal * self.dim).reshape(flat.ntotal, self.dim)
 

@@ -76,9 +76,16 @@ class HealthReport:
     def ok(self) -> bool:
         return not (self.subtopics or self.oversized_concepts or self.orphan_fragments or self.duplicate_entities)
 
+    @property
+    def broken(self) -> bool:
+        """Whether the hierarchy is damaged (a fragment outside it), not only worth rebalancing:
+        sprawling or loosened subtopics, large concepts and duplicate entities are advice."""
+        return bool(self.orphan_fragments)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["ok"] = self.ok
+        d["broken"] = self.broken
         return d
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from urllib.parse import urlparse
 
 import numpy as np
@@ -33,6 +34,8 @@ from ..model import Message
 from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = "2"
 _PREFIX = "mnemis:"
@@ -165,8 +168,10 @@ class FalkorDBStore:
         self._indexed: set[str] = set()
         self._meta_known: dict[str, str] = {}  # meta values this object has seen stored
         if version is None:
+            logger.debug("initialised FalkorDB memory at %r", url)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version == "1":
+            logger.info("upgrading FalkorDB memory at %r from format 1 to %s", url, FORMAT_VERSION)
             for ns in self.namespaces():
                 self._db.select_graph(_PREFIX + ns).query(_Q_UPGRADE_1)
             self.set_meta("format_version", FORMAT_VERSION)

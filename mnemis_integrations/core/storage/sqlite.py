@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -28,6 +29,8 @@ from ..model import Edge, Message
 from .base import ConcurrentWriteError, Delta, StoredNamespace
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -76,9 +79,11 @@ class SQLiteStore:
             self._set_up()
             version = self.get_meta("format_version")
             if version is None:
+                logger.debug("created memory store %r", self.path)
                 self.set_meta("format_version", FORMAT_VERSION)
                 self.set_meta("zeroed", "1")  # written with secure_delete from its first row
             elif version == "1":
+                logger.info("upgrading memory store %r from format 1 to %s", self.path, FORMAT_VERSION)
                 self._upgrade_from_1()
             elif version != FORMAT_VERSION:
                 raise StoreError(f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}")
@@ -288,6 +293,7 @@ class SQLiteStore:
         """
         with self._lock:
             if self.get_meta("zeroed") != "1":
+                logger.info("vacuuming %r once: it was written without secure_delete", self.path)
                 self._conn.execute("VACUUM")
                 self.set_meta("zeroed", "1")
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
