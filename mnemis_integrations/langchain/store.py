@@ -223,6 +223,7 @@ class MnemisStore(BaseStore):
             this, and ``index=False`` stores the value without ingesting it.
         speaker: the speaker name ingested messages get.
         clock: gives the timestamp of ingested messages (UTC now by default; pass one in tests).
+        show_progress: draw a tqdm bar (stderr) while a batch's items are ingested.
 
     Raises:
         ConfigError: ``index['embed']`` together with ``memory``, or both ``fields`` and
@@ -248,12 +249,14 @@ class MnemisStore(BaseStore):
         fields: Sequence[str] | None = None,
         speaker: str = "memory",
         clock: Callable[[], datetime] = _utc_now,
+        show_progress: bool = False,
     ) -> None:
         self.fields = _fields_for(fields, index)
         self.memory = _memory_for(memory, index)
         self.backing = backing if backing is not None else InMemoryStore()
         self.speaker = speaker
         self.clock = clock
+        self.show_progress = show_progress  # a tqdm bar per batch of writes, as add_messages draws
         self.supports_ttl = self.backing.supports_ttl
         self.ttl_config = self.backing.ttl_config
 
@@ -268,7 +271,7 @@ class MnemisStore(BaseStore):
             plan.results[i] = self._recall(plan.ops[i])
         for ns, writes in plan.writes.items():
             if writes.messages:
-                self.memory.add_messages(writes.messages, namespace=ns)
+                self.memory.add_messages(writes.messages, namespace=ns, show_progress=self.show_progress)
             self._retire(ns, writes.latest)
         if plan.puts:
             self.backing.batch(plan.puts)
@@ -283,7 +286,7 @@ class MnemisStore(BaseStore):
             plan.results[i] = await self._arecall(plan.ops[i])
         for ns, writes in plan.writes.items():
             if writes.messages:
-                await self.memory.aadd_messages(writes.messages, namespace=ns)
+                await self.memory.aadd_messages(writes.messages, namespace=ns, show_progress=self.show_progress)
             await asyncio.to_thread(self._retire, ns, writes.latest)
         if plan.puts:
             await self.backing.abatch(plan.puts)

@@ -150,6 +150,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         rel_map_skips: relation labels ``get_rel_map`` never follows, on top of ``ignore_rels``.
         time_keys: metadata keys giving a text node's time, first present first.
         clock: the time of text nodes whose metadata has none.
+        show_progress: draw a tqdm bar (stderr) while text nodes are ingested.
 
     Example:
         .. code-block:: python
@@ -172,12 +173,14 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         rel_map_skips: Sequence[str] = ("MENTIONS",),
         time_keys: Sequence[str] = DOCUMENT_TIME_KEYS,
         clock: Callable[[], datetime] = _utcnow,
+        show_progress: bool = False,
     ) -> None:
         self.memory = memory
         self.namespace = namespace
         self.rel_map_skips = tuple(rel_map_skips)
         self.time_keys = tuple(time_keys)
         self.clock = clock
+        self.show_progress = show_progress  # a tqdm bar while documents are ingested, as add_messages draws
 
     @property
     def client(self) -> Any:
@@ -458,7 +461,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         ]
         if changed:
             self.memory.forget(changed, namespace=self.namespace)
-        self.memory.add_messages(records, **self._ns_kwargs())
+        self.memory.add_messages(records, show_progress=self.show_progress, **self._ns_kwargs())
 
     def delete(
         self,
