@@ -144,6 +144,19 @@ def test_memo_is_invalidated_by_a_write(synthetic):
     assert new_frags and new_frags <= st.memo["visible"][1][0]
 
 
+def test_the_normalisation_sample_belongs_to_the_visible_set_it_was_drawn_from(synthetic):
+    """Before: the sample was memoised under ``id()`` of the visible set, and a set freed when
+    another ``as_of`` replaced it can hand its address to the next one: a search could then draw
+    its floor from nodes another moment's view held. Now it is keyed as the visible set is."""
+    scale, syn, mem, st = synthetic
+    times = sorted({n.created_at for n in st.graph.nodes(NodeKind.FRAGMENT) if n.created_at})
+    for when in (times[len(times) // 2], None, times[len(times) // 3]):
+        mem.search(syn.queries[1][0], k=5, namespace=scale.NS, as_of=when)
+        (_, _, key), sample = st.memo["norm_sample"]
+        (_, _, visible_key), (allowed, _) = st.memo["visible"]
+        assert key == visible_key == (when, False) and set(sample) <= allowed
+
+
 def test_benchmark_run_reports_the_issue_fields():
     scale = _scale_module()
     out = scale.run_one(1200, dim=32, n_queries=12, agreement_queries=0)

@@ -98,8 +98,9 @@ def dual_path_search(
     cache: PathCache | None = None,
     filter: MetadataFilter | None = None,
 ) -> list[MemoryHit]:
+    visible_key = (as_of, include_archived)
     if is_large(st):  # the visible set only changes with a write: computed once per version
-        allowed, status = memo(st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived))
+        allowed, status = memo(st, "visible", visible_key, lambda: _visible(st, as_of, include_archived))
     else:
         allowed, status = _visible(st, as_of, include_archived)
     scope = scope_of(st, filter, as_of) if filter is not None else None
@@ -110,7 +111,8 @@ def dual_path_search(
     threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
     rel = relation_path(st, query, config.relation, allowed)
     sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores,
-                        messages=scope.messages if scope is not None else None)
+                        messages=scope.messages if scope is not None else None,
+                        visible_key=visible_key if scope is None else None)
 
     if config.relation.match_weight > 0 and rel.scores:
         if config.relation.match_by == "terms":

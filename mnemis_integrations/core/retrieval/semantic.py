@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Hashable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +75,7 @@ def semantic_path(
     lexical_skip: tuple[str, ...] = (),
     extra: Iterable[str] = (),
     messages: Collection[str] | None = None,
+    visible_key: Hashable | None = None,
 ) -> SemanticResult:
     """Score ``allowed`` hierarchy nodes against the query.
 
@@ -92,6 +93,9 @@ def semantic_path(
     ``messages``: a filtered search's messages in scope (``retrieval.scope``); only they count as
     message-level evidence (best message, BM25, focus), and the funnel proposes the nearest
     nodes and messages inside the scope. ``None``: every message counts.
+
+    ``visible_key``: the key ``allowed`` is memoised under (``as_of``, ``include_archived``); the
+    funnel's normalisation sample is memoised with it. ``None``: the sample is drawn anew.
     """
     lex_query = query
     for name in lexical_skip:
@@ -101,7 +105,7 @@ def semantic_path(
         lex = {m: s for m, s in lex.items() if m in messages}
     lex_max = max(lex.values(), default=0.0)
     if is_large(st):
-        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, extra, messages)
+        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, extra, messages, visible_key)
     else:
         node_sims = st.node_vectors.search(qvec)
         msg_sims = st.msg_vectors.search(qvec)
@@ -138,7 +142,7 @@ def _sample(allowed: Collection[str], n: int) -> list[str]:
 
 def _coarse(
     st: NamespaceState, qvec: np.ndarray, allowed: set[str], lex: dict[str, float], extra: Iterable[str],
-    messages: Collection[str] | None = None,
+    messages: Collection[str] | None = None, visible_key: Hashable | None = None,
 ) -> tuple[list[str], dict[str, float], dict[str, float]]:
     """Stage one of the funnel: candidate node ids, with exact node and message cosines for them."""
     if messages is None:
@@ -161,9 +165,11 @@ def _coarse(
         cand[nid] = None
     # A fixed random sample of the visible nodes: it puts the floor of the min-max normalisation
     # close to the full scan's minimum, so normalised scores (and their fusion) stay comparable.
-    if messages is None:
-        sample = memo(st, "norm_sample", id(allowed), lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
-    else:  # a filter's scope is a new set each query: drawn again, from a fixed order, never from a stale memo
+    # Memoised under the key of the visible set it was drawn from (not the set's id(): a freed
+    # set's address can come back for another as_of); a filter's scope is drawn again each query.
+    if visible_key is not None and messages is None:
+        sample = memo(st, "norm_sample", visible_key, lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
+    else:
         sample = _sample(sorted(allowed), FUNNEL_FLOOR_SAMPLE)
     for nid in sample:
         cand[nid] = None
