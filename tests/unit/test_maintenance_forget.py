@@ -119,7 +119,7 @@ def test_split_forgotten_keeps_the_order_asked_once_each():
 def test_forgetting_one_message_keeps_overviews_and_review_edits(memory):
     """Before: forget rebuilt the namespace from the remaining messages, so compaction overviews
     (3 -> 0) and a concept renamed in review silently went. Now only what held the message changes."""
-    from mnemis_integrations.core.maintenance.compaction import is_overview
+    from mnemis_integrations.core.temporal import is_overview
     from mnemis_integrations.core.model import NodeKind
 
     from mnemis_integrations.core.builder import review
@@ -144,7 +144,7 @@ def test_forgetting_a_message_keeps_overviews_and_a_renamed_concept_once_reopene
     and reverted a concept renamed in review. Checked here through the file: a reopened memory
     still has every overview (each without the forgotten message) and the curated name."""
     from mnemis_integrations.core.builder import review
-    from mnemis_integrations.core.maintenance.compaction import is_overview
+    from mnemis_integrations.core.temporal import is_overview
     from mnemis_integrations.core.model import NodeKind
 
     path, emb = tmp_path / "m.db", HashingEmbedder()

@@ -9,7 +9,8 @@ from mnemis_integrations.core.builder.link import has_change_cue
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.decay import half_life_weight
-from mnemis_integrations.core.maintenance.supersede import status_at, supersede, visible_successors
+from mnemis_integrations.core.maintenance.supersede import supersede
+from mnemis_integrations.core.temporal import status_at, visible_successors
 from mnemis_integrations.core.model import Node, NodeKind, Status
 
 T = datetime(2025, 3, 1, tzinfo=timezone.utc)

@@ -6,9 +6,9 @@ import doctest
 
 import pytest
 
-from mnemis_integrations.core.evaluation import baselines, datasets, metrics
-from mnemis_integrations.core.evaluation.datasets import normalise_evidence
-from mnemis_integrations.core.evaluation.metrics import (
+from mnemis_integrations.evaluation import baselines, datasets, metrics
+from mnemis_integrations.evaluation.datasets import normalise_evidence
+from mnemis_integrations.evaluation.metrics import (
     aggregate,
     budget_recall,
     budget_recalls,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemis_integrations.core.evaluation.datasets import Benchmark
-from mnemis_integrations.core.evaluation.scenarios import (
+from mnemis_integrations.evaluation.datasets import Benchmark
+from mnemis_integrations.evaluation.scenarios import (
     EXTRA_METRICS,
     INDEPENDENT_DIR,
     QUESTION_CLASSES,

@@ -22,24 +22,19 @@ from datetime import datetime
 
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
+from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, STATUS_BEFORE, is_overview
 from ..text import format_date
+from .supersede import supersede
 
 __all__ = [
     "refresh_overview",
-    "ARCHIVED_IN",
-    "OVERVIEW_OF",
     "CompactionReport",
     "OverviewPlan",
     "compact_graph",
-    "is_overview",
     "plan_compaction",
     "uncompact_graph",
 ]
 
-OVERVIEW_OF = "overview_of"  # overview -> its originals' ids, in time order
-ARCHIVED_IN = "archived_in"  # archived original -> the overview that replaced it
-ARCHIVED_FROM = "archived_from"  # archived original -> the subtopic it belonged to
-STATUS_BEFORE = "status_before_archive"
 
 
 @dataclass(frozen=True)
@@ -61,10 +56,6 @@ class CompactionReport:
     fragments_archived: int
     subtopics_touched: int
     overview_ids: tuple[str, ...] = ()
-
-
-def is_overview(node: Node) -> bool:
-    return bool(node.properties.get(OVERVIEW_OF))
 
 
 def _time_key(n: Node) -> tuple:
@@ -277,8 +268,6 @@ def uncompact_graph(graph: MemoryGraph, overview_ids: list[str] | None = None) -
     An ``updates`` edge that reached an overview after compaction (a later fragment that
     superseded it) is handed on to the originals that were current, which become superseded.
     """
-    from .supersede import supersede
-
     targets = [n for n in graph.nodes(NodeKind.FRAGMENT) if is_overview(n)]
     if overview_ids is not None:
         wanted = set(overview_ids)

@@ -30,7 +30,8 @@ from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..text import content_words
-from .compaction import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview, refresh_overview
+from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
+from .compaction import refresh_overview
 
 __all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
 

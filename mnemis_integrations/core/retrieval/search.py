@@ -10,7 +10,7 @@ import numpy as np
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
-from ..maintenance.supersede import status_at, visible_successors
+from ..temporal import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
 from ..text import content_words

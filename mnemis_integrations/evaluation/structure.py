@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..graph import MemoryGraph
-from ..model import EdgeKind, Node, NodeKind, Status
+from ..core.graph import MemoryGraph
+from ..core.model import EdgeKind, Node, NodeKind, Status
 from .scenario_data import Scenario, Supersession
 
 __all__ = [

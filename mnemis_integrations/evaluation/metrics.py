@@ -35,7 +35,7 @@ _WS = re.compile(r"\s+")
 
 
 def _default_counter() -> TokenCounter:
-    from ..tokens import count_tokens  # tiktoken loads on first use, not when metrics is imported
+    from ..core.tokens import count_tokens  # tiktoken loads on first use, not when metrics is imported
 
     return count_tokens
 
@@ -260,7 +260,7 @@ def aggregate(
 
 def cached_counter() -> TokenCounter:
     """A cl100k_base token counter that remembers each text's count (hits repeat across budgets and questions)."""
-    from ..tokens import count_tokens
+    from ..core.tokens import count_tokens
 
     seen: dict[str, int] = {}
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any, Literal
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from .datasets import Question
 
 __all__ = ["Event", "asked_at", "stream_plan"]

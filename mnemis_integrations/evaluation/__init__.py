@@ -2,7 +2,7 @@
 
 Typical use is the ``mnemis bench`` command (:mod:`.cli`); from Python::
 
-    from mnemis_integrations.core.evaluation import load_locomo, run_benchmark, write_reports
+    from mnemis_integrations.evaluation import load_locomo, run_benchmark, write_reports
 
     bench = load_locomo("locomo10.json", ["conv-26"])
     result = run_benchmark(bench, ["bm25", "dense", "hybrid"])

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "LOCOMO_CATEGORIES",

@@ -90,7 +90,7 @@ INDEPENDENT_DIR = Path("benchmarks", "scenarios", "independent")
 _PACKAGE = "mnemis_integrations"
 _SCENARIO_DIR = ("data", "scenarios")
 _DEMO_FILE = ("data", "demo_conversation.json")
-_CHECKOUT = Path(__file__).resolve().parents[3]
+_CHECKOUT = Path(__file__).resolve().parents[2]
 
 PathLike = str | Path
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from ...errors import MnemisError
+from ..errors import MnemisError
 
 __all__ = [
     "LANGUAGES",
