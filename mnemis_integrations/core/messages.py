@@ -13,9 +13,16 @@ from ..errors import InvalidMessageError, InvalidNamespaceError, InvalidQueryErr
 from .config import LimitsConfig
 from .model import Message
 
-__all__ = ["coerce_messages", "iso_moment", "parse_moment", "parse_timestamp", "validate_metadata", "validate_namespace"]
+__all__ = [
+    "coerce_messages", "iso_moment", "parse_moment", "parse_timestamp", "utc_now", "validate_metadata", "validate_namespace",
+]
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}")
+
+
+def utc_now() -> datetime:
+    """The time the adapters give a message recorded without one (a chat turn, a stored item)."""
+    return datetime.now(timezone.utc)
 
 
 def validate_namespace(namespace: Any) -> str:

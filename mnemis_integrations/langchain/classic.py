@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
+from ..core.messages import utc_now
 from ..errors import MissingDependencyError
 
 try:
@@ -32,9 +33,6 @@ from .retriever import to_document
 
 __all__ = ["MnemisClassicMemory"]
 
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class MnemisClassicMemory(BaseMemory):
@@ -71,7 +69,7 @@ class MnemisClassicMemory(BaseMemory):
     """Return a list of Documents (with metadata) instead of formatted text."""
     header: str = "Relevant memories (most relevant first; [topic path] then content):"
     """The line above the formatted recall."""
-    clock: Callable[[], datetime] = Field(default=_utc_now, repr=False)
+    clock: Callable[[], datetime] = Field(default=utc_now, repr=False)
     """Gives the timestamp of ingested messages."""
 
     @property

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
 from ._convert import message_record
 
@@ -18,9 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MnemisChatMessageHistory"]
 
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class _Window(BaseChatMessageHistory):
@@ -81,7 +79,7 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
         namespace: str | None = None,
         *,
         history: BaseChatMessageHistory | None = None,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.memory = memory
         self.namespace = namespace

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
 from ._convert import format_documents, last_turn, message_record
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
@@ -30,9 +31,6 @@ DEFAULT_HEADER = (
 
 NamespaceSource = str | Callable[[Runtime], str] | None
 
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class MnemisMemoryMiddleware(AgentMiddleware):
@@ -93,7 +91,7 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         save_turns: bool = True,
         max_chars: int | None = None,
         max_tokens: int | None = None,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
         name: str | None = None,
     ) -> None:
         super().__init__()

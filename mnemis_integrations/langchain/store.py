@@ -46,7 +46,7 @@ import inspect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from langgraph.store.base import (
@@ -68,6 +68,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings
 from langgraph.store.memory import InMemoryStore
 
+from ..core.messages import utc_now
 from ..core import recipes
 from ..core.config import MemoryConfig
 from ..core.engine import MnemisMemory
@@ -152,9 +153,6 @@ def item_level_config(base: MemoryConfig | None = None) -> MemoryConfig:
     base = base if base is not None else recipes.DEFAULT
     return base.with_(build={"max_segment_messages": 1, "min_segment_messages": 1})
 
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> MnemisMemory:
@@ -248,7 +246,7 @@ class MnemisStore(BaseStore):
         backing: BaseStore | None = None,
         fields: Sequence[str] | None = None,
         speaker: str = "memory",
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
         show_progress: bool = False,
     ) -> None:
         self.fields = _fields_for(fields, index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 # StructuredTool evaluates these annotations at runtime: keep them real imports.
@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
+from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
 from ._convert import format_memory_line
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
@@ -179,9 +180,6 @@ def create_recall_tool(
     )
 
 
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
 
 def remembered_id(content: str) -> str:
     """The message id a remembered fact gets: from its text, so saving it twice stores it once."""
@@ -195,7 +193,7 @@ def create_remember_tool(
     name: str = "remember",
     description: str = REMEMBER_DESCRIPTION,
     speaker: str = "memory",
-    clock: Callable[[], datetime] = _utc_now,
+    clock: Callable[[], datetime] = utc_now,
 ) -> StructuredTool:
     """Build a tool with which the model writes a memory (``MnemisMemory.add_messages``).
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.graph_stores.types import (
@@ -39,7 +39,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
 )
 
-from ..core.messages import coerce_messages
+from ..core.messages import coerce_messages, utc_now
 from ..core.model import Edge, Node, NodeKind
 from ..errors import NamespaceNotFoundError
 from ._convert import (
@@ -72,9 +72,6 @@ __all__ = ["MnemisPGRetriever", "MnemisPropertyGraphStore"]
 def _edge_key(edge: Edge) -> tuple[str, str, str]:
     return edge.src, edge.dst, f"{edge.kind.value}:{edge.label}"
 
-
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _filter_properties(filters: MetadataFilters | None) -> dict[str, Any]:
@@ -172,7 +169,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         namespace: str | None = None,
         rel_map_skips: Sequence[str] = ("MENTIONS",),
         time_keys: Sequence[str] = DOCUMENT_TIME_KEYS,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utc_now,
         show_progress: bool = False,
     ) -> None:
         self.memory = memory

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from llama_index.core.async_utils import asyncio_run
@@ -12,6 +12,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
 from llama_index.core.memory.memory import BaseMemoryBlock
 
+from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
 from ..errors import NamespaceNotFoundError
 from ._convert import chat_message_id, chat_record, format_hits, only_in_context
@@ -19,9 +20,6 @@ from .retriever import search_kwargs
 
 __all__ = ["MnemisMemoryBlock"]
 
-
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def _text(message: ChatMessage) -> str:
@@ -91,7 +89,7 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         default=None, description="Only messages with these roles are stored; None stores every role."
     )
     clock: Callable[[], datetime] = Field(
-        default=_utcnow, exclude=True, description="Time stamped on messages when first stored."
+        default=utc_now, exclude=True, description="Time stamped on messages when first stored."
     )
     _stored: set = PrivateAttr(default_factory=set)
 
