@@ -148,6 +148,8 @@ class MnemisMemory:
             LlamaIndex embedding, callable, or object with ``id``/``embed_queries``/``embed_passages``.
         config: a :class:`MemoryConfig`, e.g. one of :mod:`~mnemis_integrations.core.recipes`.
         review: optional hook that sees every proposed hierarchy placement (accept/rename/merge).
+        namespace: the namespace a call works on when it names none (every method takes
+            ``namespace=``; ``None`` there means this one).
         builder: what turns new messages into graph nodes; ``None`` for the deterministic
             offline builder. Any object with ``ingest(state, messages, vectors) -> BuildReport``
             and the same all-or-nothing contract (it may only mutate the state it is given).
@@ -176,7 +178,9 @@ class MnemisMemory:
         review: ReviewHook = accept_all,
         builder: Any = None,
         backend: str | None = None,
+        namespace: str = "default",
     ):
+        self.namespace = validate_namespace(namespace)
         self.embedder = as_embedder(embedder)
         self.profile = profile_for(self.embedder)
         self.config = config
@@ -196,6 +200,10 @@ class MnemisMemory:
         self._ns_locks: dict[str, threading.RLock] = {}
 
     # ------------------------------------------------------------------ state
+    def _ns(self, namespace: str | None) -> str:
+        """The namespace a call names, or this memory's own; checked either way."""
+        return validate_namespace(self.namespace if namespace is None else namespace)
+
     @property
     def _dim(self) -> int | None:
         # Read lazily: another process may have written the store's first batch since we opened it.
@@ -288,21 +296,21 @@ class MnemisMemory:
         """Namespaces that hold memory."""
         return sorted(self._store.namespaces())
 
-    def graph(self, namespace: str = "default") -> MemoryGraph:
+    def graph(self, namespace: str | None = None) -> MemoryGraph:
         """The memory graph of a namespace (read it; write through :meth:`edit`)."""
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         with self._lock(namespace):
             return self._state(namespace).graph
 
-    def messages(self, namespace: str = "default") -> list[Message]:
+    def messages(self, namespace: str | None = None) -> list[Message]:
         """Every acknowledged message of a namespace, in arrival order."""
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         with self._lock(namespace):
             return [m.detached() for m in self._state(namespace).messages.values()]
 
     # ------------------------------------------------------------------ writing
     def add_messages(
-        self, messages: Iterable[Any], namespace: str = "default", *, show_progress: bool = False
+        self, messages: Iterable[Any], namespace: str | None = None, *, show_progress: bool = False
     ) -> IngestReport:
         """Ingest messages; incremental and idempotent.
 
@@ -325,7 +333,7 @@ class MnemisMemory:
 
         A failed call writes nothing: the store and the in-memory state stay as they were.
         """
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         t0 = time.perf_counter()
         msgs = coerce_messages(messages, self.config.limits)
         embedded: dict[str, np.ndarray] = {}  # a retry re-embeds nothing
@@ -405,12 +413,12 @@ class MnemisMemory:
         )
 
     async def aadd_messages(
-        self, messages: Iterable[Any], namespace: str = "default", *, show_progress: bool = False
+        self, messages: Iterable[Any], namespace: str | None = None, *, show_progress: bool = False
     ) -> IngestReport:
         return await asyncio.to_thread(self.add_messages, list(messages), namespace, show_progress=show_progress)
 
     @contextmanager
-    def edit(self, namespace: str = "default") -> Iterator[MemoryGraph]:
+    def edit(self, namespace: str | None = None) -> Iterator[MemoryGraph]:
         """Change a namespace's graph by hand; on exit the change is persisted and indexes refreshed.
 
         Only what changed is written, on the condition that no other writer moved the namespace
@@ -420,7 +428,7 @@ class MnemisMemory:
             ConcurrentWriteError: another writer changed the namespace meanwhile; nothing was
                 written (run the block again, or use :meth:`apply`, which retries by itself).
         """
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         with self._lock(namespace):
             st = self._state(namespace, create=True)
             before = _snapshot(st.graph)
@@ -431,13 +439,13 @@ class MnemisMemory:
                 self._drop(namespace)
                 raise
 
-    def apply(self, change: Callable[[MemoryGraph], T], namespace: str = "default") -> T:
+    def apply(self, change: Callable[[MemoryGraph], T], namespace: str | None = None) -> T:
         """``change(graph)`` on the namespace as stored now, persisted like :meth:`edit`.
 
         When another writer moved the namespace meanwhile, the change is run again on the fresh
         copy (so ``change`` must only read and change the graph it is given). Returns its result.
         """
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         return self._apply(namespace, lambda st: change(st.graph), create=True)
 
     def _apply(self, namespace: str, change: Callable[[NamespaceState], T], create: bool = False) -> T:
@@ -462,7 +470,7 @@ class MnemisMemory:
 
     def delete_namespace(self, namespace: str) -> None:
         """Remove a namespace whole (see :meth:`forget` for erasure that also purges the file)."""
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         with self._lock(namespace):
             self._store.delete(namespace)
             self._drop(namespace)
@@ -472,7 +480,7 @@ class MnemisMemory:
         self,
         query: str,
         k: int = 10,
-        namespace: str = "default",
+        namespace: str | None = None,
         *,
         config: MemoryConfig | None = None,
         as_of: datetime | str | None = None,
@@ -508,7 +516,7 @@ class MnemisMemory:
                 ``score_threshold`` outside [0, 1].
             NamespaceNotFoundError: the namespace holds no memory.
         """
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         cfg = config or self.config
         _check_query(query, cfg)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
@@ -568,14 +576,14 @@ class MnemisMemory:
 
         return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens)
 
-    async def asearch(self, query: str, k: int = 10, namespace: str = "default", **kwargs: Any) -> list[MemoryHit]:
+    async def asearch(self, query: str, k: int = 10, namespace: str | None = None, **kwargs: Any) -> list[MemoryHit]:
         return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)
 
     def nearest_nodes(
         self,
         query: str | None = None,
         k: int = 10,
-        namespace: str = "default",
+        namespace: str | None = None,
         *,
         vector: Sequence[float] | np.ndarray | None = None,
         keep: Callable[[Node], bool] | None = None,
@@ -598,7 +606,7 @@ class MnemisMemory:
                 of another dimension than the memory's, or ``k`` out of range.
             NamespaceNotFoundError: the namespace holds no memory.
         """
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         limits = self.config.limits
         if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > limits.max_k:
             raise InvalidQueryError(f"k must be an integer in [1, {limits.max_k}], got {k!r}")
@@ -696,7 +704,7 @@ class MnemisMemory:
 
     # ------------------------------------------------------------------ memory over time (issue #7)
     def compact(
-        self, before: datetime | str, namespace: str = "default", *, min_group: int = 2, max_messages: int = 16
+        self, before: datetime | str, namespace: str | None = None, *, min_group: int = 2, max_messages: int = 16
     ) -> CompactionReport:
         """Merge fragments older than ``before`` into overview fragments; archive the originals.
 
@@ -712,7 +720,7 @@ class MnemisMemory:
         """
         from .maintenance.compaction import compact_graph
 
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         when = parse_moment(before, "before")
         if isinstance(min_group, bool) or not isinstance(min_group, int) or min_group < 1:
             raise InvalidQueryError(f"min_group must be a positive integer, got {min_group!r}")
@@ -720,11 +728,11 @@ class MnemisMemory:
             raise InvalidQueryError(f"max_messages must be a positive integer, got {max_messages!r}")
         return self._apply(namespace, lambda st: compact_graph(st.graph, when, min_group=min_group, max_messages=max_messages))
 
-    def uncompact(self, namespace: str = "default", overview_ids: list[str] | None = None) -> list[str]:
+    def uncompact(self, namespace: str | None = None, overview_ids: list[str] | None = None) -> list[str]:
         """Undo :meth:`compact` (all overviews, or those named); returns the restored fragment ids."""
         from .maintenance.compaction import uncompact_graph
 
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         return self._apply(namespace, lambda st: uncompact_graph(st.graph, overview_ids))
 
     def _vectors_of(self, st: NamespaceState):
@@ -741,10 +749,10 @@ class MnemisMemory:
 
         return get
 
-    def health(self, namespace: str = "default", *, max_span_days: float = 14.0) -> HealthReport:
+    def health(self, namespace: str | None = None, *, max_span_days: float = 14.0) -> HealthReport:
         """Diagnose a namespace: sprawling or loosened subtopics, oversized concepts, orphan
         fragments, duplicate entities. Reads only. See :mod:`~mnemis_integrations.core.maintenance.health`."""
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
         with self._lock(namespace):
             return self._health_of(self._state(namespace), max_span_days)
 
@@ -759,13 +767,13 @@ class MnemisMemory:
             max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
         )
 
-    def rebalance(self, namespace: str = "default", *, max_span_days: float = 14.0) -> RebalanceReport:
+    def rebalance(self, namespace: str | None = None, *, max_span_days: float = 14.0) -> RebalanceReport:
         """Fix what :meth:`health` finds: sink-split flagged subtopics into 2-3 focused ones,
         merge duplicate entities, re-attach orphan fragments. Persisted like :meth:`edit`."""
         from .builder.abstract import label_from_keywords
         from .maintenance.health import rebalance_graph
 
-        validate_namespace(namespace)
+        namespace = self._ns(namespace)
 
         def change(st: NamespaceState) -> RebalanceReport:
             return rebalance_graph(
@@ -787,7 +795,7 @@ class MnemisMemory:
 
         Args:
             message_ids: the messages to forget; ``None`` forgets the whole ``namespace``.
-            namespace: whose memory (``"default"`` when only ``message_ids`` is given).
+            namespace: whose memory (this memory's :attr:`namespace` when only ``message_ids`` is given).
 
         Returns:
             A :class:`ForgetReport`; ids that were not stored are listed in ``not_found``.
@@ -801,8 +809,7 @@ class MnemisMemory:
 
         if message_ids is None and namespace is None:
             raise InvalidQueryError("forget needs message_ids, a namespace, or both")
-        ns = namespace if namespace is not None else "default"
-        validate_namespace(ns)
+        ns = self._ns(namespace)
         ids = _message_ids(message_ids) if message_ids is not None else None
 
         def attempt() -> ForgetReport:

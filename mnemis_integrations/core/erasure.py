@@ -47,4 +47,4 @@ class Erasure:
 
     def _erased_namespace(self, namespace: str | None) -> str:
         chosen = namespace if namespace is not None else self.namespace
-        return chosen if chosen is not None else "default"
+        return chosen if chosen is not None else self.memory.namespace

@@ -79,7 +79,7 @@ class MnemisClassicMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         query = str(inputs[self._input_key(inputs)])
         try:
-            hits = self.memory.search(query, k=self.k, **self._ns()) if query.strip() else []
+            hits = self.memory.search(query, k=self.k, namespace=self.namespace) if query.strip() else []
         except NamespaceNotFoundError:
             hits = []
         hits = hits[: self.k]
@@ -91,12 +91,12 @@ class MnemisClassicMemory(BaseMemory):
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         records = self._records(inputs, outputs)
         if records:
-            self.memory.add_messages(records, **self._ns())
+            self.memory.add_messages(records, namespace=self.namespace)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, str]) -> None:
         records = self._records(inputs, outputs)
         if records:
-            await self.memory.aadd_messages(records, **self._ns())
+            await self.memory.aadd_messages(records, namespace=self.namespace)
 
     def clear(self) -> None:
         """Not supported: Mnemis keeps every message; use a new namespace to start afresh."""
@@ -129,5 +129,3 @@ class MnemisClassicMemory(BaseMemory):
             return "output"
         raise ValueError(f"got output keys {sorted(outputs)}; set output_key to say which to save")
 
-    def _ns(self) -> dict[str, str]:
-        return {} if self.namespace is None else {"namespace": self.namespace}

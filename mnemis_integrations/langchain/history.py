@@ -97,13 +97,13 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         messages, records = self._prepare(messages)
         if records:
-            self.memory.add_messages(records, **self._ns())
+            self.memory.add_messages(records, namespace=self.namespace)
         self.history.add_messages(messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         messages, records = self._prepare(messages)
         if records:
-            await self.memory.aadd_messages(records, **self._ns())
+            await self.memory.aadd_messages(records, namespace=self.namespace)
         await self.history.aadd_messages(messages)
 
     def clear(self) -> None:
@@ -124,7 +124,7 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
         """
         window = self.history.messages
         ids = _ids_to_forget(message_ids, window)
-        report = self.memory.forget(ids, namespace=self._namespace())
+        report = self.memory.forget(ids, namespace=self.namespace)
         if (kept := _remaining(window, ids)) is not None:
             self.history.clear()
             self.history.add_messages(kept)
@@ -133,7 +133,7 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
     async def aforget(self, message_ids: Sequence[str] | None = None) -> ForgetReport:
         window = await self.history.aget_messages()
         ids = _ids_to_forget(message_ids, window)
-        report = await self.memory.aforget(ids, namespace=self._namespace())
+        report = await self.memory.aforget(ids, namespace=self.namespace)
         if (kept := _remaining(window, ids)) is not None:
             await self.history.aclear()
             await self.history.aadd_messages(kept)
@@ -148,13 +148,6 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
             if m.text.strip()
         ]
         return with_ids, records
-
-    def _ns(self) -> dict[str, str]:
-        return {} if self.namespace is None else {"namespace": self.namespace}
-
-    def _namespace(self) -> str:
-        return "default" if self.namespace is None else self.namespace
-
 
 
 def _ids_to_forget(message_ids: Sequence[str] | None, window: Sequence[BaseMessage]) -> list[str]:

@@ -185,18 +185,15 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         return self.memory
 
     # ----- plumbing -----
-    def _ns_kwargs(self) -> dict[str, Any]:
-        return {} if self.namespace is None else {"namespace": self.namespace}
-
     def _read_graph(self) -> MemoryGraph | None:
         try:
-            return self.memory.graph(**self._ns_kwargs())
+            return self.memory.graph(namespace=self.namespace)
         except NamespaceNotFoundError:
             return None
 
     def _write(self, change: Callable[[MemoryGraph], None]) -> None:
         # apply, not edit: a write refused because another writer came first runs again on fresh state
-        self.memory.apply(change, **self._ns_kwargs())
+        self.memory.apply(change, namespace=self.namespace)
 
     def _to_llama(self, node: Node) -> LabelledNode:
         view = node_view(node, node.properties)
@@ -444,7 +441,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
 
     def _stored_messages(self) -> dict[str, Any]:
         try:
-            return {m.id: m for m in self.memory.messages(**self._ns_kwargs())}
+            return {m.id: m for m in self.memory.messages(namespace=self.namespace)}
         except NamespaceNotFoundError:
             return {}
 
@@ -458,7 +455,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         ]
         if changed:
             self.memory.forget(changed, namespace=self.namespace)
-        self.memory.add_messages(records, show_progress=self.show_progress, **self._ns_kwargs())
+        self.memory.add_messages(records, show_progress=self.show_progress, namespace=self.namespace)
 
     def delete(
         self,
@@ -542,7 +539,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         try:
             found = self.memory.nearest_nodes(
                 text, query.similarity_top_k, vector=query.query_embedding,
-                keep=keep if wanted is not None or props else None, **self._ns_kwargs(),
+                keep=keep if wanted is not None or props else None, namespace=self.namespace,
             )
         except NamespaceNotFoundError:
             return [], []

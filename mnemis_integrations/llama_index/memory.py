@@ -117,7 +117,7 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
             seen.add(mid)
             records.append(chat_record(session_id=sid, role=role, text=text, timestamp=self.clock()))
         if records:
-            await self.memory.aadd_messages(records, **self._ns_kwargs())
+            await self.memory.aadd_messages(records, namespace=self.namespace)
             self._stored.update(seen)
         return len(records)
 
@@ -159,9 +159,7 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         except NamespaceNotFoundError:
             return ""
         in_context = {chat_message_id(session_id, m.role.value, _text(m)) for m in messages}
-        graph = self.memory.graph(**self._ns_kwargs())
+        graph = self.memory.graph(namespace=self.namespace)
         hits = [h for h in hits if not only_in_context(h, graph, in_context)]
         return format_hits(hits[: self.similarity_top_k], max_chars=self.max_chars)
 
-    def _ns_kwargs(self) -> dict[str, Any]:
-        return {} if self.namespace is None else {"namespace": self.namespace}

@@ -181,10 +181,23 @@ def test_unknown_namespace_is_reported(filled):
         filled.search("refund", namespace="nobody")
 
 
-@pytest.mark.parametrize("ns", ["", "a/b", "x" * 129, None, "../etc"])
+@pytest.mark.parametrize("ns", ["", "a/b", "x" * 129, 7, "../etc"])
 def test_bad_namespace_is_refused(memory, ns):
     with pytest.raises(InvalidNamespaceError):
         memory.add_messages(CONVERSATION[:1], namespace=ns)
+
+
+def test_a_memory_works_on_its_own_namespace_when_a_call_names_none():
+    """Before: every method defaulted to "default" and adapters each kept a helper dropping a
+    None namespace; now a memory has its namespace and ``namespace=None`` means it."""
+    mem = MnemisMemory(embedder=HashingEmbedder(), namespace="team")
+    mem.add_messages(CONVERSATION[:3])
+    assert {m.id for m in mem.messages(namespace="team")} == {m["id"] for m in CONVERSATION[:3]}
+    assert mem.search("refund", namespace=None) and mem.graph().namespace == "team"
+    mem.forget([CONVERSATION[0]["id"]])
+    assert len(mem.messages("team")) == 2
+    with pytest.raises(InvalidNamespaceError):
+        MnemisMemory(embedder=HashingEmbedder(), namespace="a/b")
 
 
 def test_failed_build_leaves_store_as_it_was(filled, monkeypatch):
