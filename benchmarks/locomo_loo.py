@@ -45,12 +45,15 @@ def figures(rows: list[dict]) -> dict[str, float]:
     return out
 
 
-def leave_one_out(runs: dict[str, dict[str, list[dict]]], objective: str) -> tuple[dict[str, float], list[tuple[str, str]]]:
+def leave_one_out(
+    runs: dict[str, dict[str, list[dict]]], objective: str
+) -> tuple[dict[str, float], list[tuple[str, str]]]:
     """The held-out figures of the setting each fold picks, pooled over folds; and the picks."""
     convs = sorted(set.intersection(*(set(r) for r in runs.values())))
     held: list[dict] = []
     picks = []
     for conv in convs:
+
         def tuned(name: str) -> float:
             rows = [q for c in convs if c != conv for q in runs[name][c]]
             return mean(rows, objective)
@@ -78,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         f = figures([q for rows in per_conv.values() for q in rows])
         lines.append(f"| {name} (all five) | " + " | ".join(f"{f[c]:.3f}" for c in cols) + " |")
     loo, picks = leave_one_out(runs, args.objective)
-    lines.append(f"| leave-one-out, picked by {args.objective} | " + " | ".join(f"{loo[c]:.3f}" for c in cols) + " |")
+    lines.append(
+        f"| leave-one-out, picked by {args.objective} | " + " | ".join(f"{loo[c]:.3f}" for c in cols) + " |"
+    )
     lines += ["", "Picks per held-out conversation: " + ", ".join(f"{c}: {n}" for c, n in picks)]
     text = "\n".join(lines)
     print(text)

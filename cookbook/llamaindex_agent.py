@@ -46,7 +46,9 @@ def scripted_answer(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessa
 def session(mem: MnemisMemory, user_id: str, session_id: str, chat_db: AsyncEngine) -> Memory:
     """Short-term memory for one session, with Mnemis as the long-term block for this user."""
     block = MnemisMemoryBlock(memory=mem, namespace=user_id, similarity_top_k=3)
-    return Memory.from_defaults(session_id=session_id, memory_blocks=[block], token_limit=8000, async_engine=chat_db)
+    return Memory.from_defaults(
+        session_id=session_id, memory_blocks=[block], token_limit=8000, async_engine=chat_db
+    )
 
 
 async def run() -> list[str]:

@@ -27,18 +27,42 @@ BASE_URL = os.environ.get("MNEMIS_LLM_BASE_URL", "http://127.0.0.1:8765/v1")
 MODEL = "gemma-3-270m"
 
 CHAT = [
-    {"id": "1", "speaker": "Dana", "text": "Customer Acme asked to move from the Basic plan to the Pro plan.",
-     "timestamp": "2025-03-03T09:00:00"},
-    {"id": "2", "speaker": "Lee", "text": "The Pro plan for Acme needs a 10% discount approved by finance.",
-     "timestamp": "2025-03-03T09:05:00"},
-    {"id": "3", "speaker": "Dana", "text": "By the way, my dog Biscuit has a vet check on Friday at 4pm.",
-     "timestamp": "2025-03-03T09:10:00"},
-    {"id": "4", "speaker": "Lee", "text": "Finance approved the discount, and Acme confirmed the Pro plan today.",
-     "timestamp": "2025-03-05T15:00:00"},
-    {"id": "5", "speaker": "Dana", "text": "Acme changed its mind: they want the Enterprise plan instead of Pro.",
-     "timestamp": "2025-03-12T10:00:00"},
-    {"id": "6", "speaker": "Lee", "text": "Then Enterprise it is; the contract for Acme goes out on March 14.",
-     "timestamp": "2025-03-12T10:04:00"},
+    {
+        "id": "1",
+        "speaker": "Dana",
+        "text": "Customer Acme asked to move from the Basic plan to the Pro plan.",
+        "timestamp": "2025-03-03T09:00:00",
+    },
+    {
+        "id": "2",
+        "speaker": "Lee",
+        "text": "The Pro plan for Acme needs a 10% discount approved by finance.",
+        "timestamp": "2025-03-03T09:05:00",
+    },
+    {
+        "id": "3",
+        "speaker": "Dana",
+        "text": "By the way, my dog Biscuit has a vet check on Friday at 4pm.",
+        "timestamp": "2025-03-03T09:10:00",
+    },
+    {
+        "id": "4",
+        "speaker": "Lee",
+        "text": "Finance approved the discount, and Acme confirmed the Pro plan today.",
+        "timestamp": "2025-03-05T15:00:00",
+    },
+    {
+        "id": "5",
+        "speaker": "Dana",
+        "text": "Acme changed its mind: they want the Enterprise plan instead of Pro.",
+        "timestamp": "2025-03-12T10:00:00",
+    },
+    {
+        "id": "6",
+        "speaker": "Lee",
+        "text": "Then Enterprise it is; the contract for Acme goes out on March 14.",
+        "timestamp": "2025-03-12T10:04:00",
+    },
 ]
 
 # One call per step for this little chat; retries bounded at one so a tiny model's failures stay cheap.
@@ -58,8 +82,15 @@ def make_chat_model(max_tokens: int = 320):
     if "http_socket_options" in ChatOpenAI.model_fields:
         extra["http_socket_options"] = ()  # no socket probe at construction (replay runs without sockets)
     return ChatOpenAI(
-        base_url=BASE_URL, api_key="sk-local-no-key", model=MODEL, temperature=0.0, seed=7,
-        extra_body={"max_tokens": max_tokens}, max_retries=0, timeout=300, **extra,
+        base_url=BASE_URL,
+        api_key="sk-local-no-key",
+        model=MODEL,
+        temperature=0.0,
+        seed=7,
+        extra_body={"max_tokens": max_tokens},
+        max_retries=0,
+        timeout=300,
+        **extra,
     )
 
 
@@ -70,8 +101,9 @@ def schema_request(max_tokens: int = 320):
     at the token cap when it sees ``response_format``, and the builder should see the cut-off text
     (it repairs what it can). The builder still validates every answer.
     """
-    return lambda schema: {"extra_body": {"max_tokens": max_tokens,
-                                          "response_format": {"type": "json_object", "schema": schema}}}
+    return lambda schema: {
+        "extra_body": {"max_tokens": max_tokens, "response_format": {"type": "json_object", "schema": schema}}
+    }
 
 
 def cassette(path: Path = CASSETTE):
@@ -90,8 +122,9 @@ def cassette(path: Path = CASSETTE):
 def build(messages=CHAT, config: LLMBuildConfig = CONFIG, max_tokens: int = 320):
     """Ingest ``messages`` with the chat model; returns (memory, builder)."""
     emb = HashingEmbedder()
-    builder = LLMBuilder(make_chat_model(max_tokens), config=config, embedder=emb,
-                         schema_request=schema_request(max_tokens))
+    builder = LLMBuilder(
+        make_chat_model(max_tokens), config=config, embedder=emb, schema_request=schema_request(max_tokens)
+    )
     mem = MnemisMemory(embedder=emb, builder=builder)
     mem.add_messages(messages, namespace="acme")
     return mem, builder
@@ -114,8 +147,10 @@ def require_dependencies() -> None:
         import langchain_openai  # noqa: F401
         import vcr  # noqa: F401
     except ImportError as e:
-        raise SystemExit(f"this example needs langchain-openai and vcrpy ({e}); "
-                         "pip install 'mnemis-integrations[llm]' vcrpy") from None
+        raise SystemExit(
+            f"this example needs langchain-openai and vcrpy ({e}); "
+            "pip install 'mnemis-integrations[llm]' vcrpy"
+        ) from None
 
 
 def main() -> dict:
@@ -124,10 +159,14 @@ def main() -> dict:
         mem, builder = build()
     print_hierarchy(mem)
     usage = builder.last_usage.to_dict()
-    print(f"\nmodel usage: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens (cl100k)")
+    print(
+        f"\nmodel usage: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens (cl100k)"
+    )
     for step, s in usage["steps"].items():
-        print(f"  {step:9s} calls={s['calls']} retries={s['retries']} repaired={s['repaired']} "
-              f"used={s['llm_batches']} fell_back={s['fallbacks']}")
+        print(
+            f"  {step:9s} calls={s['calls']} retries={s['retries']} repaired={s['repaired']} "
+            f"used={s['llm_batches']} fell_back={s['fallbacks']}"
+        )
     hit = mem.search("which plan did Acme finally choose?", k=3, namespace="acme")[0]
     print(f"\nQ: which plan did Acme finally choose?\nA: {hit.path_str}\n   {hit.text.splitlines()[0]}")
     return {"usage": usage, "memory": mem}

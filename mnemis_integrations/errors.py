@@ -46,7 +46,9 @@ class DuplicateMessageError(InvalidMessageError):
     """The same message id arrived again with different content."""
 
     def __init__(self, message_id: str):
-        super().__init__("this id is already stored with different text, speaker or metadata", message_id=message_id)
+        super().__init__(
+            "this id is already stored with different text, speaker or metadata", message_id=message_id
+        )
 
 
 class InvalidQueryError(MnemisError, ValueError):

@@ -79,7 +79,9 @@ def main(argv=None) -> dict:
 
     def factory(name, emb):
         if name == "mnemis-llm":
-            b = LLMBuilder(cb.make_chat_model(256), config=cfg, embedder=emb, schema_request=cb.schema_request(256))
+            b = LLMBuilder(
+                cb.make_chat_model(256), config=cfg, embedder=emb, schema_request=cb.schema_request(256)
+            )
             builders.append(b)
             systems[name] = _MnemisSystem(MnemisMemory(embedder=emb, builder=b))
         elif name == "mnemis":
@@ -116,8 +118,14 @@ def main(argv=None) -> dict:
     LLMBuilder.ingest = counting_ingest
     try:
         with gzipped_cassette(cb, CASSETTE, args.record):
-            result = run_benchmark(bench, ["mnemis", "mnemis-llm", "bm25", "dense"], embedder=embedder,
-                                   extra_metrics=EXTRA_METRICS, progress=Tally(), factory=factory)
+            result = run_benchmark(
+                bench,
+                ["mnemis", "mnemis-llm", "bm25", "dense"],
+                embedder=embedder,
+                extra_metrics=EXTRA_METRICS,
+                progress=Tally(),
+                factory=factory,
+            )
     finally:
         LLMBuilder.ingest = orig_ingest
     ns = [c.id for c in bench.conversations]
@@ -135,7 +143,11 @@ def main(argv=None) -> dict:
     for n, o in summary["overall"].items():
         vals = [o.get(k) for k in cols]
         lines.append(f"| {n} | " + " | ".join("-" if v is None else f"{v:.3f}" for v in vals) + " |")
-    lines += ["", "| graph | " + " | ".join(graphs["mnemis"]) + " |", "|---|" + "---|" * len(graphs["mnemis"])]
+    lines += [
+        "",
+        "| graph | " + " | ".join(graphs["mnemis"]) + " |",
+        "|---|" + "---|" * len(graphs["mnemis"]),
+    ]
     for n, g in graphs.items():
         lines.append(f"| {n} | " + " | ".join(str(v) for v in g.values()) + " |")
     steps = ("calls", "retries", "repaired", "llm_batches", "fallbacks", "prompt_tokens", "completion_tokens")
@@ -144,9 +156,14 @@ def main(argv=None) -> dict:
         lines.append(f"| {step} | " + " | ".join(str(u.get(k, 0)) for k in steps) + " |")
     ingest = {n: r["timing"]["ingest_s"] for n, r in result["systems"].items()}
     summary["ingest_s"] = ingest
-    lines += ["", "Ingest seconds in this run (a replay does not wait for the model): "
-              + ", ".join(f"{n} {v:.1f}" for n, v in ingest.items())]
-    (ROOT / "benchmarks" / "llm_builder_scenarios.json").write_text(json.dumps(summary, indent=1, default=str))
+    lines += [
+        "",
+        "Ingest seconds in this run (a replay does not wait for the model): "
+        + ", ".join(f"{n} {v:.1f}" for n, v in ingest.items()),
+    ]
+    (ROOT / "benchmarks" / "llm_builder_scenarios.json").write_text(
+        json.dumps(summary, indent=1, default=str)
+    )
     (ROOT / "benchmarks" / "llm_builder_scenarios.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return summary

@@ -31,7 +31,9 @@ def format_gemma3(messages, **kwargs) -> chat_format.ChatFormatterResponse:
             first_user = False
         role = "model" if m["role"] == "assistant" else "user"
         turns.append(f"<start_of_turn>{role}\n{text}<end_of_turn>\n")
-    return chat_format.ChatFormatterResponse(prompt="".join(turns) + "<start_of_turn>model\n", stop="<end_of_turn>")
+    return chat_format.ChatFormatterResponse(
+        prompt="".join(turns) + "<start_of_turn>model\n", stop="<end_of_turn>"
+    )
 
 
 if __name__ == "__main__":

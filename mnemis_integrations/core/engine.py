@@ -80,15 +80,20 @@ def _check_budget(max_tokens: Any) -> None:
 
 
 def _check_threshold(score_threshold: Any) -> None:
-    if (isinstance(score_threshold, bool) or not isinstance(score_threshold, (int, float))
-            or not 0.0 <= score_threshold <= 1.0):
+    if (
+        isinstance(score_threshold, bool)
+        or not isinstance(score_threshold, (int, float))
+        or not 0.0 <= score_threshold <= 1.0
+    ):
         raise InvalidQueryError(f"score_threshold must be a number in [0, 1], got {score_threshold!r}")
 
 
 def _open_store(path: str | Path | None, backend: str | None):
     """The store for ``path`` (SQLite file), ``backend`` (a FalkorDB URL) or neither (in memory)."""
     if path is not None and backend is not None:
-        raise ConfigError("give either path= (an embedded SQLite file) or backend= (a FalkorDB URL), not both")
+        raise ConfigError(
+            "give either path= (an embedded SQLite file) or backend= (a FalkorDB URL), not both"
+        )
     if backend is not None:
         if not backend.startswith(("falkordb://", "redis://")):
             raise ConfigError(f"unknown backend {backend!r}; valid: falkordb://host:port, redis://host:port")
@@ -102,8 +107,11 @@ def _open_store(path: str | Path | None, backend: str | None):
 
 
 def search_options(
-    *, filter: Mapping[str, Any] | None = None, as_of: datetime | str | None = None,
-    include_archived: bool | None = None, score_threshold: float | None = None,
+    *,
+    filter: Mapping[str, Any] | None = None,
+    as_of: datetime | str | None = None,
+    include_archived: bool | None = None,
+    score_threshold: float | None = None,
 ) -> dict[str, Any]:
     """The optional :meth:`MnemisMemory.search` arguments that are not ``None``, checked as search
     checks them: for adapters that take them when built and should refuse bad ones then.
@@ -117,7 +125,12 @@ def search_options(
         parse_moment(as_of, "as_of")
     if score_threshold is not None:
         _check_threshold(score_threshold)
-    given = {"filter": filter, "as_of": as_of, "include_archived": include_archived, "score_threshold": score_threshold}
+    given = {
+        "filter": filter,
+        "as_of": as_of,
+        "include_archived": include_archived,
+        "score_threshold": score_threshold,
+    }
     return {name: value for name, value in given.items() if value is not None}
 
 
@@ -254,16 +267,26 @@ class MnemisMemory:
             st = NamespaceState.empty(namespace, self._dim)
         else:
             st = NamespaceState.restore(
-                namespace, self._dim, MemoryGraph.from_data(stored.graph), stored.messages, stored.vector_keys,
-                stored.vectors, version=stored.version,
+                namespace,
+                self._dim,
+                MemoryGraph.from_data(stored.graph),
+                stored.messages,
+                stored.vector_keys,
+                stored.vectors,
+                version=stored.version,
             )
         with self._guard:
             self._states[namespace] = st
         return st
 
     def _write(
-        self, namespace: str, st: NamespaceState, *, new_messages: Sequence[Message] = (),
-        new_vectors: np.ndarray | None = None, removed_messages: Sequence[str] = (),
+        self,
+        namespace: str,
+        st: NamespaceState,
+        *,
+        new_messages: Sequence[Message] = (),
+        new_vectors: np.ndarray | None = None,
+        removed_messages: Sequence[str] = (),
     ) -> None:
         """Persist what changed in ``st`` since it was read or last written, if the store is still
         at the version ``st`` was read at (the one write path of every change to a namespace)."""
@@ -283,9 +306,13 @@ class MnemisMemory:
             except ConcurrentWriteError:
                 self._drop(namespace)
                 if n + 1 == _WRITE_ATTEMPTS:
-                    logger.warning("namespace %r: gave up after %d writes refused by other writers", namespace, n + 1)
+                    logger.warning(
+                        "namespace %r: gave up after %d writes refused by other writers", namespace, n + 1
+                    )
                     raise
-                logger.debug("namespace %r: another writer got there first; retrying (attempt %d)", namespace, n + 2)
+                logger.debug(
+                    "namespace %r: another writer got there first; retrying (attempt %d)", namespace, n + 2
+                )
                 time.sleep(random.uniform(0, _RETRY_PAUSE_S * (n + 1)))
             except BaseException:
                 self._drop(namespace)
@@ -345,8 +372,12 @@ class MnemisMemory:
             step = _PROGRESS_CHUNK if bar is not None else len(todo)
             for i in range(0, len(todo), step):
                 part = todo[i : i + step]
-                embedded.update(zip((m.id for m in part),
-                                    self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part])))
+                embedded.update(
+                    zip(
+                        (m.id for m in part),
+                        self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part]),
+                    )
+                )
                 if bar is not None:
                     bar.update(len(part))
 
@@ -385,7 +416,9 @@ class MnemisMemory:
             rep = self.builder.ingest(st, fresh, vectors)
             t3 = time.perf_counter()
             self._write(namespace, st, new_messages=fresh, new_vectors=vectors)
-            times.update(validate_s=t1 - t0, embed_s=t2 - t1, build_s=t3 - t2, persist_s=time.perf_counter() - t3)
+            times.update(
+                validate_s=t1 - t0, embed_s=t2 - t1, build_s=t3 - t2, persist_s=time.perf_counter() - t3
+            )
             return fresh, skipped, rep
 
         try:
@@ -397,8 +430,14 @@ class MnemisMemory:
         if rep is None:
             logger.debug("namespace %r: nothing new among %d messages", namespace, skipped)
             return IngestReport(namespace, 0, skipped)
-        logger.debug("namespace %r: added %d messages (%d already stored) in %.2f s: %s", namespace, len(fresh),
-                     skipped, time.perf_counter() - t0, ", ".join(f"{k} {v:.3f}" for k, v in times.items()))
+        logger.debug(
+            "namespace %r: added %d messages (%d already stored) in %.2f s: %s",
+            namespace,
+            len(fresh),
+            skipped,
+            time.perf_counter() - t0,
+            ", ".join(f"{k} {v:.3f}" for k, v in times.items()),
+        )
         return IngestReport(
             namespace=namespace,
             added=len(fresh),
@@ -415,7 +454,9 @@ class MnemisMemory:
     async def aadd_messages(
         self, messages: Iterable[Any], namespace: str | None = None, *, show_progress: bool = False
     ) -> IngestReport:
-        return await asyncio.to_thread(self.add_messages, list(messages), namespace, show_progress=show_progress)
+        return await asyncio.to_thread(
+            self.add_messages, list(messages), namespace, show_progress=show_progress
+        )
 
     @contextmanager
     def edit(self, namespace: str | None = None) -> Iterator[MemoryGraph]:
@@ -540,13 +581,26 @@ class MnemisMemory:
             if st.path_cache is None:
                 st.path_cache = PathCache()
             hits = dual_path_search(
-                st, query, qvec, k, cfg, self.profile, as_of=when, include_archived=include_archived,
-                cache=st.path_cache, filter=flt,
+                st,
+                query,
+                qvec,
+                k,
+                cfg,
+                self.profile,
+                as_of=when,
+                include_archived=include_archived,
+                cache=st.path_cache,
+                filter=flt,
             )
         if score_threshold is not None:
             hits = [h for h in hits if h.score >= score_threshold]
-        logger.debug("namespace %r: %d hits in %.1f ms (query embedded in %.1f ms)", namespace, len(hits),
-                     (time.perf_counter() - t0) * 1000, (t1 - t0) * 1000)
+        logger.debug(
+            "namespace %r: %d hits in %.1f ms (query embedded in %.1f ms)",
+            namespace,
+            len(hits),
+            (time.perf_counter() - t0) * 1000,
+            (t1 - t0) * 1000,
+        )
         return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
 
     def fit_to_budget(
@@ -563,7 +617,9 @@ class MnemisMemory:
         """
         _check_budget(max_tokens)
         cfg = config or self.config
-        states: dict[str, NamespaceState] = {}  # one state lookup (a store version check) per namespace per call
+        states: dict[
+            str, NamespaceState
+        ] = {}  # one state lookup (a store version check) per namespace per call
 
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
             with self._lock(hit.namespace):
@@ -576,7 +632,9 @@ class MnemisMemory:
 
         return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens)
 
-    async def asearch(self, query: str, k: int = 10, namespace: str | None = None, **kwargs: Any) -> list[MemoryHit]:
+    async def asearch(
+        self, query: str, k: int = 10, namespace: str | None = None, **kwargs: Any
+    ) -> list[MemoryHit]:
         return await asyncio.to_thread(self.search, query, k, namespace, **kwargs)
 
     def nearest_nodes(
@@ -681,7 +739,9 @@ class MnemisMemory:
             return {}
         sem = cfg.semantic
         scores = message_match(
-            np.concatenate(cosines), set(lexical_terms(query)), terms,
+            np.concatenate(cosines),
+            set(lexical_terms(query)),
+            terms,
             threshold=sem.threshold if sem.threshold is not None else self.profile.semantic_threshold,
             lexical_weight=sem.lexical_weight,
         )
@@ -704,7 +764,12 @@ class MnemisMemory:
 
     # ------------------------------------------------------------------ memory over time (issue #7)
     def compact(
-        self, before: datetime | str, namespace: str | None = None, *, min_group: int = 2, max_messages: int = 16
+        self,
+        before: datetime | str,
+        namespace: str | None = None,
+        *,
+        min_group: int = 2,
+        max_messages: int = 16,
     ) -> CompactionReport:
         """Merge fragments older than ``before`` into overview fragments; archive the originals.
 
@@ -726,7 +791,10 @@ class MnemisMemory:
             raise InvalidQueryError(f"min_group must be a positive integer, got {min_group!r}")
         if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:
             raise InvalidQueryError(f"max_messages must be a positive integer, got {max_messages!r}")
-        return self._apply(namespace, lambda st: compact_graph(st.graph, when, min_group=min_group, max_messages=max_messages))
+        return self._apply(
+            namespace,
+            lambda st: compact_graph(st.graph, when, min_group=min_group, max_messages=max_messages),
+        )
 
     def uncompact(self, namespace: str | None = None, overview_ids: list[str] | None = None) -> list[str]:
         """Undo :meth:`compact` (all overviews, or those named); returns the restored fragment ids."""
@@ -760,9 +828,14 @@ class MnemisMemory:
         from .maintenance.health import check_health
 
         b = self.config.build
-        min_coh = b.subtopic_threshold if b.subtopic_threshold is not None else self.profile.subtopic_threshold
+        min_coh = (
+            b.subtopic_threshold if b.subtopic_threshold is not None else self.profile.subtopic_threshold
+        )
         return check_health(
-            st.graph, self._vectors_of(st), min_cohesion=min_coh, max_span_days=max_span_days,
+            st.graph,
+            self._vectors_of(st),
+            min_cohesion=min_coh,
+            max_span_days=max_span_days,
             max_concept_subtopics=b.max_concept_subtopics,
             max_concept_fragments=b.max_concept_subtopics * b.max_subtopic_fragments,
         )
@@ -777,7 +850,10 @@ class MnemisMemory:
 
         def change(st: NamespaceState) -> RebalanceReport:
             return rebalance_graph(
-                st.graph, self._health_of(st, max_span_days), self._vectors_of(st), max_span_days=max_span_days,
+                st.graph,
+                self._health_of(st, max_span_days),
+                self._vectors_of(st),
+                max_span_days=max_span_days,
                 label=lambda frags: label_from_keywords([f.keywords for f in frags], top=2),
             )
 
@@ -834,8 +910,12 @@ class MnemisMemory:
         with self._lock(ns):
             report = self._retrying(ns, attempt)
             self._store.purge()  # also when nothing was found: a retried erasure completes the purge
-        logger.info("namespace %r: forgot %d messages%s", ns, report.forgotten,
-                    " (namespace removed)" if report.namespace_deleted else "")
+        logger.info(
+            "namespace %r: forgot %d messages%s",
+            ns,
+            report.forgotten,
+            " (namespace removed)" if report.namespace_deleted else "",
+        )
         return report
 
     async def aforget(
@@ -848,8 +928,11 @@ class MnemisMemory:
         self._store.purge()
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
-        offline = self.builder if isinstance(self.builder, OfflineBuilder) else OfflineBuilder(
-            self.config.build, self.profile, self.review)
+        offline = (
+            self.builder
+            if isinstance(self.builder, OfflineBuilder)
+            else OfflineBuilder(self.config.build, self.profile, self.review)
+        )
         offline._relabel(st, BuildReport(touched=set(node_ids)))
 
 
@@ -869,7 +952,9 @@ def _message_ids(message_ids: Any) -> list[str]:
     try:
         ids = list(message_ids)
     except TypeError:
-        raise InvalidQueryError(f"message_ids must be a string or an iterable of strings, got {message_ids!r}") from None
+        raise InvalidQueryError(
+            f"message_ids must be a string or an iterable of strings, got {message_ids!r}"
+        ) from None
     bad = [i for i in ids if not isinstance(i, str)]
     if bad:
         raise InvalidQueryError(f"message ids must be strings, got {bad[0]!r}")

@@ -66,7 +66,9 @@ class MetadataFilter:
         if spec is None:
             return None
         if not isinstance(spec, Mapping):
-            raise InvalidQueryError(f"filter must be a dict such as {{'channel': 'email'}}, not {type(spec).__name__}")
+            raise InvalidQueryError(
+                f"filter must be a dict such as {{'channel': 'email'}}, not {type(spec).__name__}"
+            )
         if not spec:
             return None
         return cls(_conjunction(spec), json.dumps(spec, sort_keys=True, default=_json_default))
@@ -91,7 +93,11 @@ def _clause(key: Any, value: Any) -> Test:
     if not isinstance(key, str) or not key:
         raise InvalidQueryError(f"filter keys must be non-empty strings, got {key!r}")
     if key in ("$and", "$or"):
-        if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, Mapping) and v for v in value):
+        if (
+            not isinstance(value, (list, tuple))
+            or not value
+            or not all(isinstance(v, Mapping) and v for v in value)
+        ):
             raise InvalidQueryError(f"{key} takes a non-empty list of non-empty filters, got {value!r}")
         parts = [_conjunction(v) for v in value]
         if key == "$and":
@@ -151,7 +157,10 @@ def _equality(key: str, op: str, arg: Any) -> Callable[[Any], bool]:
 
 def _ordering(key: str, op: str, arg: Any) -> Test:
     compare: Callable[[Any, Any], bool] = {
-        "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b, "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b,
+        "$gt": lambda a, b: a > b,
+        "$gte": lambda a, b: a >= b,
+        "$lt": lambda a, b: a < b,
+        "$lte": lambda a, b: a <= b,
     }[op]
     if isinstance(arg, bool) or not isinstance(arg, (int, float, str, datetime)):
         raise InvalidQueryError(f"{op} on {key!r} compares with a number, a time or a string, not {arg!r}")

@@ -148,10 +148,18 @@ class MemoryGraph:
         return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
 
     def out_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
-        return [d["edge"] for _, _, d in self.g.out_edges(node_id, data=True) if kind is None or d["edge"].kind == kind]
+        return [
+            d["edge"]
+            for _, _, d in self.g.out_edges(node_id, data=True)
+            if kind is None or d["edge"].kind == kind
+        ]
 
     def in_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
-        return [d["edge"] for _, _, d in self.g.in_edges(node_id, data=True) if kind is None or d["edge"].kind == kind]
+        return [
+            d["edge"]
+            for _, _, d in self.g.in_edges(node_id, data=True)
+            if kind is None or d["edge"].kind == kind
+        ]
 
     # ----- hierarchy -----
     def parent(self, node_id: str) -> Node | None:
@@ -209,8 +217,12 @@ class MemoryGraph:
 
     def iter_tree(self) -> Iterator[tuple[int, Node]]:
         """Depth-first over the hierarchy from each top node: (depth, node)."""
-        tops = [n for n in self.nodes() if n.kind in (NodeKind.CONCEPT,) or (
-            n.kind in (NodeKind.SUBTOPIC, NodeKind.FRAGMENT) and self.parent(n.id) is None)]
+        tops = [
+            n
+            for n in self.nodes()
+            if n.kind in (NodeKind.CONCEPT,)
+            or (n.kind in (NodeKind.SUBTOPIC, NodeKind.FRAGMENT) and self.parent(n.id) is None)
+        ]
         tops.sort(key=lambda n: (n.created_at is None, n.created_at, n.id))
 
         def walk(n: Node, depth: int):

@@ -38,6 +38,7 @@ def llama_cpp_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """llama-cpp-python's server: JSON mode with a schema, enforced by a grammar while decoding."""
     return {"response_format": {"type": "json_object", "schema": schema}}
 
+
 _LC_ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
 
@@ -83,7 +84,8 @@ class LangChainChat(_FrameworkChat):
 
     def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None = None) -> str:
         reply = self.model.invoke(
-            [(_LC_ROLES.get(m["role"], m["role"]), m["content"]) for m in messages], **self._request_kwargs(schema)
+            [(_LC_ROLES.get(m["role"], m["role"]), m["content"]) for m in messages],
+            **self._request_kwargs(schema),
         )
         return _text_of(getattr(reply, "content", reply))
 
@@ -95,7 +97,8 @@ class LlamaIndexChat(_FrameworkChat):
         from llama_index.core.llms import ChatMessage
 
         reply = self.model.chat(
-            [ChatMessage(role=m["role"], content=m["content"]) for m in messages], **self._request_kwargs(schema)
+            [ChatMessage(role=m["role"], content=m["content"]) for m in messages],
+            **self._request_kwargs(schema),
         )
         msg = getattr(reply, "message", reply)
         return _text_of(getattr(msg, "content", msg))

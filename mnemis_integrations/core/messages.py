@@ -14,7 +14,13 @@ from .config import LimitsConfig
 from .model import Message
 
 __all__ = [
-    "coerce_messages", "iso_moment", "parse_moment", "parse_timestamp", "utc_now", "validate_metadata", "validate_namespace",
+    "coerce_messages",
+    "iso_moment",
+    "parse_moment",
+    "parse_timestamp",
+    "utc_now",
+    "validate_metadata",
+    "validate_namespace",
 ]
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9_.:@\-]{1,128}")
@@ -38,7 +44,9 @@ def validate_namespace(namespace: Any) -> str:
     return namespace
 
 
-def parse_timestamp(value: Any, *, message_id: str | None = None, index: int | None = None) -> datetime | None:
+def parse_timestamp(
+    value: Any, *, message_id: str | None = None, index: int | None = None
+) -> datetime | None:
     """datetime, ISO-8601 string or None; naive times are taken as UTC so all compare.
 
     >>> parse_timestamp("2025-03-01T10:00:00")
@@ -51,7 +59,9 @@ def parse_timestamp(value: Any, *, message_id: str | None = None, index: int | N
     if isinstance(value, str):
         dt = iso_moment(value)
         if dt is None:
-            raise InvalidMessageError(f"timestamp {value!r} is not ISO-8601", message_id=message_id, index=index)
+            raise InvalidMessageError(
+                f"timestamp {value!r} is not ISO-8601", message_id=message_id, index=index
+            )
         return dt
     raise InvalidMessageError(
         f"timestamp must be a datetime, an ISO-8601 string or None, not {type(value).__name__}",
@@ -94,7 +104,9 @@ def _check_id(mid: Any, i: int, limits: LimitsConfig) -> str:
     if not isinstance(mid, str) or not mid.strip():
         raise InvalidMessageError("'id' must be a non-empty string", index=i)
     if len(mid) > limits.max_id_chars:
-        raise InvalidMessageError(f"'id' has {len(mid)} characters; the limit is {limits.max_id_chars}", index=i)
+        raise InvalidMessageError(
+            f"'id' has {len(mid)} characters; the limit is {limits.max_id_chars}", index=i
+        )
     if not _encodable(mid):
         raise InvalidMessageError("'id' is not valid Unicode (lone surrogate)", index=i)
     if any(ord(c) < 32 or ord(c) == 127 for c in mid):
@@ -136,17 +148,28 @@ def validate_metadata(
     for key, value in raw.items():
         if not isinstance(key, str) or not key.strip():
             raise bad(f"keys must be non-empty strings, got {key!r}")
-        if key.startswith("$") or len(key) > 128 or not _encodable(key) or any(ord(c) < 32 or ord(c) == 127 for c in key):
+        if (
+            key.startswith("$")
+            or len(key) > 128
+            or not _encodable(key)
+            or any(ord(c) < 32 or ord(c) == 127 for c in key)
+        ):
             raise bad(f"key {key!r} is refused: at most 128 characters, no leading '$', no control character")
         out[key] = _metadata_value(key, value, limits, bad)
     return out
 
 
-def _metadata_value(key: str, value: Any, limits: LimitsConfig, bad: Callable[[str], Exception]) -> str | int | float | bool:
+def _metadata_value(
+    key: str, value: Any, limits: LimitsConfig, bad: Callable[[str], Exception]
+) -> str | int | float | bool:
     if isinstance(value, (bool, str)):
-        if isinstance(value, str) and (len(value) > limits.max_metadata_chars or "\x00" in value or not _encodable(value)):
-            raise bad(f"value of {key!r} is longer than {limits.max_metadata_chars} characters, holds NUL "
-                      "or is not valid Unicode")
+        if isinstance(value, str) and (
+            len(value) > limits.max_metadata_chars or "\x00" in value or not _encodable(value)
+        ):
+            raise bad(
+                f"value of {key!r} is longer than {limits.max_metadata_chars} characters, holds NUL "
+                "or is not valid Unicode"
+            )
         return value
     if isinstance(value, numbers.Integral):
         if not _INT_RANGE[0] <= int(value) <= _INT_RANGE[1]:
@@ -196,7 +219,9 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
         raise InvalidMessageError("messages must be a list of messages, not a single " + type(raw).__name__)
     items = list(raw)
     if len(items) > limits.max_batch_messages:
-        raise InvalidMessageError(f"batch of {len(items)} messages exceeds the limit of {limits.max_batch_messages}")
+        raise InvalidMessageError(
+            f"batch of {len(items)} messages exceeds the limit of {limits.max_batch_messages}"
+        )
     out: list[Message] = []
     seen: dict[str, Message] = {}
     for i, item in enumerate(items):
@@ -214,16 +239,23 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             raise InvalidMessageError("'text' contains a NUL character", message_id=mid, index=i)
         if len(text) > limits.max_message_chars:
             raise InvalidMessageError(
-                f"'text' has {len(text)} characters; the limit is {limits.max_message_chars}", message_id=mid, index=i
+                f"'text' has {len(text)} characters; the limit is {limits.max_message_chars}",
+                message_id=mid,
+                index=i,
             )
         speaker = _field(item, "speaker", _field(item, "role", ""))
         if speaker is None:
             speaker = ""
         if not isinstance(speaker, str):
-            raise InvalidMessageError(f"'speaker' must be a string, not {type(speaker).__name__}", message_id=mid, index=i)
+            raise InvalidMessageError(
+                f"'speaker' must be a string, not {type(speaker).__name__}", message_id=mid, index=i
+            )
         if len(speaker) > 256 or "\x00" in speaker or not _encodable(speaker):
-            raise InvalidMessageError("'speaker' is longer than 256 characters, holds NUL or is not valid Unicode",
-                                      message_id=mid, index=i)
+            raise InvalidMessageError(
+                "'speaker' is longer than 256 characters, holds NUL or is not valid Unicode",
+                message_id=mid,
+                index=i,
+            )
         ts = parse_timestamp(_field(item, "timestamp"), message_id=mid, index=i)
         metadata = validate_metadata(_field(item, "metadata"), limits, message_id=mid, index=i)
         m = Message(id=mid, speaker=speaker.strip() or "user", text=text, timestamp=ts, metadata=metadata)

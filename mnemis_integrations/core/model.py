@@ -97,7 +97,9 @@ class Node:
     status: Status = Status.ACTIVE
     valid_until: datetime | None = None  # set when a successor supersedes this node
     aliases: list[str] = field(default_factory=list)
-    properties: dict = field(default_factory=dict)  # free-form, JSON-serialisable (e.g. from a PropertyGraphStore)
+    properties: dict = field(
+        default_factory=dict
+    )  # free-form, JSON-serialisable (e.g. from a PropertyGraphStore)
 
     # A node held by a MemoryGraph reports every field assignment to that graph's change journal,
     # so a write persists only the nodes that changed (in-place edits of ``properties`` and the

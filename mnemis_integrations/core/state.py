@@ -37,7 +37,9 @@ class NamespaceState:
     # from a store-wide sequence, so no two states of a namespace ever share one; caches key on it.
     version: int = 0
     seq_end: int = 0  # one past the highest message seq ever given here (seq is never reused)
-    memo: dict = field(default_factory=dict, repr=False, compare=False)  # retrieval.cache.memo: per-version values
+    memo: dict = field(
+        default_factory=dict, repr=False, compare=False
+    )  # retrieval.cache.memo: per-version values
     # Hierarchy paths of this copy (retrieval.cache.PathCache); it lives and dies with the copy.
     path_cache: Any = field(default=None, repr=False, compare=False)
 
@@ -53,8 +55,14 @@ class NamespaceState:
 
     @classmethod
     def restore(
-        cls, namespace: str, dim: int, graph: MemoryGraph, messages: list[Message], msg_keys: list[str],
-        msg_vecs: np.ndarray, version: int = 0,
+        cls,
+        namespace: str,
+        dim: int,
+        graph: MemoryGraph,
+        messages: list[Message],
+        msg_keys: list[str],
+        msg_vecs: np.ndarray,
+        version: int = 0,
     ) -> NamespaceState:
         st = cls(namespace=namespace, dim=dim, graph=graph, version=version)
         st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
@@ -76,13 +84,17 @@ class NamespaceState:
         for n in graph.nodes(NodeKind.FRAGMENT):
             for mid in n.source_ids:
                 st.msg_fragment.setdefault(mid, n.id)
-            st.df.update(set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages))))
+            st.df.update(
+                set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages)))
+            )
         for n in graph.nodes(NodeKind.ENTITY):
             st.entities.add(n.label, n.id)
             for a in n.aliases:
                 st.entities.add(a, n.id)
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
-        st.refresh_vectors([n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)])
+        st.refresh_vectors(
+            [n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)]
+        )
         st.refresh_vectors([n.id for n in graph.nodes(NodeKind.CONCEPT)])
 
     # Hierarchy vectors are centroids: a fragment's is the mean of its messages', a parent's the

@@ -34,7 +34,9 @@ def is_overview(node: Node) -> bool:
     return bool(node.properties.get(OVERVIEW_OF))
 
 
-def status_at(graph: MemoryGraph, node: Node, as_of: datetime | None, include_archived: bool) -> Status | None:
+def status_at(
+    graph: MemoryGraph, node: Node, as_of: datetime | None, include_archived: bool
+) -> Status | None:
     """How a node looks to a search at ``as_of``: its status then, or ``None`` when hidden.
 
     The validity interval of a fact runs from its ``created_at`` to its ``valid_until`` (set
@@ -71,17 +73,24 @@ def status_at(graph: MemoryGraph, node: Node, as_of: datetime | None, include_ar
     if as_of is not None and node.created_at is not None and node.created_at > as_of:
         return None
     s = node.status
-    if is_overview(node) and (include_archived or (as_of is not None and node.event_time is not None
-                                                   and node.event_time > as_of)):
+    if is_overview(node) and (
+        include_archived or (as_of is not None and node.event_time is not None and node.event_time > as_of)
+    ):
         return None  # its originals stand for themselves
     if s == Status.ARCHIVED:
         ov_id = node.properties.get(ARCHIVED_IN)
         ov = graph.get(ov_id) if ov_id and graph.has(ov_id) else None
-        stands_in = ov is not None and as_of is not None and ov.event_time is not None and ov.event_time > as_of
+        stands_in = (
+            ov is not None and as_of is not None and ov.event_time is not None and ov.event_time > as_of
+        )
         if not include_archived and not stands_in:
             return None
         s = Status(node.properties.get(STATUS_BEFORE, Status.ACTIVE.value))
-    if s == Status.SUPERSEDED and as_of is not None and (node.valid_until is None or node.valid_until > as_of):
+    if (
+        s == Status.SUPERSEDED
+        and as_of is not None
+        and (node.valid_until is None or node.valid_until > as_of)
+    ):
         s = Status.ACTIVE  # its successor did not exist yet
     return s
 

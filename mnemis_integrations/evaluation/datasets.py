@@ -40,7 +40,20 @@ LOCOMO_CATEGORIES: dict[int, str] = {
     5: "adversarial",
 }
 
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 
 
 @dataclass(frozen=True)

@@ -166,8 +166,17 @@ def _structure_section(summary: Mapping[str, Any]) -> list[str]:
     if not summary["structure"]:
         return ["", "## Structure", "", "No figures: no system with a graph, or protocol ask_at_time."]
     head = [
-        "system", "split", "scenarios (annotated: supersessions / topics)", "concepts/scen", "subtopics/scen",
-        "update P", "update R", "false demotions", "subtopic purity", "subtopic inv.", "concept purity",
+        "system",
+        "split",
+        "scenarios (annotated: supersessions / topics)",
+        "concepts/scen",
+        "subtopics/scen",
+        "update P",
+        "update R",
+        "false demotions",
+        "subtopic purity",
+        "subtopic inv.",
+        "concept purity",
         "concept inv.",
     ]
     rows = [
@@ -188,20 +197,38 @@ def _structure_section(summary: Mapping[str, Any]) -> list[str]:
 
 
 def _per_scenario_section(summary: Mapping[str, Any]) -> list[str]:
-    head = ["system", "scenario", "split", "concepts", "subtopics", "fragments", "update P", "update R",
-            "false demotions", "subtopic purity", "concept purity"]
+    head = [
+        "system",
+        "scenario",
+        "split",
+        "concepts",
+        "subtopics",
+        "fragments",
+        "update P",
+        "update R",
+        "false demotions",
+        "subtopic purity",
+        "concept purity",
+    ]
     rows = []
     for name, block in summary["structure"].items():
         for p in block["per_scenario"]:
             upd, pur = p.get("updates"), p.get("purity")
-            rows.append([
-                name, p["scenario"], p["split"], str(p["concepts"]), str(p["subtopics"]), str(p["fragments"]),
-                f"{_num(upd['precision'])} ({upd['correct']}/{upd['edges']})" if upd else "–",
-                f"{_num(upd['recall'])} ({upd['covered']}/{upd['annotated']})" if upd else "–",
-                f"{upd['false_demotions']}/{upd['superseded_fragments']}" if upd else "–",
-                _num(pur["subtopic"]["purity"]) if pur else "–",
-                _num(pur["concept"]["purity"]) if pur else "–",
-            ])
+            rows.append(
+                [
+                    name,
+                    p["scenario"],
+                    p["split"],
+                    str(p["concepts"]),
+                    str(p["subtopics"]),
+                    str(p["fragments"]),
+                    f"{_num(upd['precision'])} ({upd['correct']}/{upd['edges']})" if upd else "–",
+                    f"{_num(upd['recall'])} ({upd['covered']}/{upd['annotated']})" if upd else "–",
+                    f"{upd['false_demotions']}/{upd['superseded_fragments']}" if upd else "–",
+                    _num(pur["subtopic"]["purity"]) if pur else "–",
+                    _num(pur["concept"]["purity"]) if pur else "–",
+                ]
+            )
     return ["", "### Per scenario", ""] + _table(head, rows)
 
 

@@ -38,8 +38,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .datasets import Benchmark, Conversation, Question
 from .current_state import EXTRA_METRICS, current_state_first, current_state_first_rate
+from .datasets import Benchmark, Conversation, Question
 from .scenario_data import (
     LANGUAGES,
     QUESTION_CLASSES,
@@ -381,9 +381,7 @@ def benchmark_from_scenarios(
 
 def _describe(path: PathLike | Sequence[PathLike | None] | None) -> str:
     places = list(path) if isinstance(path, (list, tuple)) else [path]
-    return ", ".join(
-        "bundled: mnemis_integrations/data/scenarios" if p is None else str(p) for p in places
-    )
+    return ", ".join("bundled: mnemis_integrations/data/scenarios" if p is None else str(p) for p in places)
 
 
 def load_benchmark(

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Hits -> Document metadata and prompt text
 # ---------------------------------------------------------------------------------------------
@@ -136,8 +135,12 @@ def format_documents(
         - [Home > Pets] Rex is a beagle
     """
     lines = [
-        format_memory_line(d.metadata.get("path_str", ""), d.page_content,
-                           status=d.metadata.get("status", "active"), max_chars=max_chars)
+        format_memory_line(
+            d.metadata.get("path_str", ""),
+            d.page_content,
+            status=d.metadata.get("status", "active"),
+            max_chars=max_chars,
+        )
         for d in docs
     ]
     return _block(lines, header=header, empty=empty)

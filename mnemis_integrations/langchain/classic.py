@@ -34,7 +34,6 @@ from .retriever import to_document
 __all__ = ["MnemisClassicMemory"]
 
 
-
 class MnemisClassicMemory(BaseMemory):
     """Legacy ``BaseMemory``: recall with hierarchy paths in, each exchange ingested out.
 
@@ -128,4 +127,3 @@ class MnemisClassicMemory(BaseMemory):
         if "output" in outputs:
             return "output"
         raise ValueError(f"got output keys {sorted(outputs)}; set output_key to say which to save")
-

@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
+from ..core.messages import utc_now
 from ._convert import message_record
 
 if TYPE_CHECKING:
     from ..core.maintenance.forget import ForgetReport
 
 __all__ = ["MnemisChatMessageHistory"]
-
 
 
 class _Window(BaseChatMessageHistory):

@@ -14,8 +14,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
+from ..core.messages import utc_now
 from ._convert import format_documents, last_turn, message_record
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 from .retriever import MnemisRetriever
@@ -30,7 +30,6 @@ DEFAULT_HEADER = (
 )
 
 NamespaceSource = str | Callable[[Runtime], str] | None
-
 
 
 class MnemisMemoryMiddleware(AgentMiddleware):

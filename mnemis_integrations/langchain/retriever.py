@@ -87,7 +87,9 @@ class MnemisRetriever(Erasure, BaseRetriever):
     def _search_kwargs(self, overrides: dict[str, Any]) -> dict[str, Any]:
         unknown = set(overrides) - _PER_CALL
         if unknown:
-            raise TypeError(f"unexpected argument(s) {sorted(unknown)}; per call: {', '.join(sorted(_PER_CALL))}")
+            raise TypeError(
+                f"unexpected argument(s) {sorted(unknown)}; per call: {', '.join(sorted(_PER_CALL))}"
+            )
         given = {name: value for name, value in overrides.items() if value is not None}
         kwargs: dict[str, Any] = {
             "k": self.k,

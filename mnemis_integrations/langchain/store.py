@@ -68,10 +68,10 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings
 from langgraph.store.memory import InMemoryStore
 
-from ..core.messages import utc_now
 from ..core import recipes
 from ..core.config import MemoryConfig
 from ..core.engine import MnemisMemory
+from ..core.messages import utc_now
 from ..core.retrieval.results import MemoryHit
 from ..errors import ConfigError, NamespaceNotFoundError
 from ._convert import (
@@ -152,7 +152,6 @@ def item_level_config(base: MemoryConfig | None = None) -> MemoryConfig:
     """
     base = base if base is not None else recipes.DEFAULT
     return base.with_(build={"max_segment_messages": 1, "min_segment_messages": 1})
-
 
 
 def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> MnemisMemory:
@@ -284,7 +283,9 @@ class MnemisStore(BaseStore):
             plan.results[i] = await self._arecall(plan.ops[i])
         for ns, writes in plan.writes.items():
             if writes.messages:
-                await self.memory.aadd_messages(writes.messages, namespace=ns, show_progress=self.show_progress)
+                await self.memory.aadd_messages(
+                    writes.messages, namespace=ns, show_progress=self.show_progress
+                )
             await asyncio.to_thread(self._retire, ns, writes.latest)
         if plan.puts:
             await self.backing.abatch(plan.puts)

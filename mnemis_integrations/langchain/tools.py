@@ -20,8 +20,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
+from ..core.messages import utc_now
 from ._convert import format_memory_line
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 from .retriever import MnemisRetriever
@@ -178,7 +178,6 @@ def create_recall_tool(
         args_schema=RecallInput,
         response_format="content_and_artifact",
     )
-
 
 
 def remembered_id(content: str) -> str:

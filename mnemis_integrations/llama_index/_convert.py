@@ -96,8 +96,16 @@ def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
 # LlamaIndex ``FilterOperator`` values -> Mnemis filter operators. The others (``any``, ``all``,
 # ``contains``, ``text_match``, ``is_empty``) test list values or text, which message metadata
 # (flat scalars) has no use for.
-FILTER_OPERATORS = {"==": "$eq", "!=": "$ne", "in": "$in", "nin": "$nin", ">": "$gt", ">=": "$gte",
-                    "<": "$lt", "<=": "$lte"}
+FILTER_OPERATORS = {
+    "==": "$eq",
+    "!=": "$ne",
+    "in": "$in",
+    "nin": "$nin",
+    ">": "$gt",
+    ">=": "$gte",
+    "<": "$lt",
+    "<=": "$lte",
+}
 
 
 def core_filter(filters: Any) -> dict[str, Any] | None:
@@ -120,7 +128,9 @@ def core_filter(filters: Any) -> dict[str, Any] | None:
         return None
     condition = _enum_value(getattr(filters, "condition", None)) or "and"
     if condition not in ("and", "or"):
-        raise InvalidQueryError(f"MetadataFilters condition {condition!r} is not supported; use 'and' or 'or'")
+        raise InvalidQueryError(
+            f"MetadataFilters condition {condition!r} is not supported; use 'and' or 'or'"
+        )
     parts = []
     for f in filters.filters:
         if hasattr(f, "filters"):

@@ -69,9 +69,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MnemisPGRetriever", "MnemisPropertyGraphStore"]
 
+
 def _edge_key(edge: Edge) -> tuple[str, str, str]:
     return edge.src, edge.dst, f"{edge.kind.value}:{edge.label}"
-
 
 
 def _filter_properties(filters: MetadataFilters | None) -> dict[str, Any]:
@@ -326,6 +326,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """Add nodes, or update the node with the same LlamaIndex id (properties are merged)."""
         if not nodes:
             return
+
         def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
             for lnode in nodes:
@@ -383,6 +384,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """
         if not relations:
             return
+
         def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
 
@@ -391,7 +393,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     return index[lid][0]
                 source = rel.properties.get(TRIPLET_SOURCE_KEY)
                 node = Node(
-                    id=entity_node_id(lid), kind=NodeKind.ENTITY, label=lid, namespace=g.namespace,
+                    id=entity_node_id(lid),
+                    kind=NodeKind.ENTITY,
+                    label=lid,
+                    namespace=g.namespace,
                     properties={} if source is None else {TRIPLET_SOURCE_KEY: source},
                 )
                 g.add_node(node)
@@ -450,7 +455,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         known = self._stored_messages()
         old = {r["id"]: known[r["id"]] for r in records if r["id"] in known}
         changed = [
-            r["id"] for r in records
+            r["id"]
+            for r in records
             if r["id"] in old and old[r["id"]].speaker == DOCUMENT_SPEAKER and old[r["id"]].text != r["text"]
         ]
         if changed:
@@ -538,8 +544,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         text = query.query_str if query.query_embedding is None else None
         try:
             found = self.memory.nearest_nodes(
-                text, query.similarity_top_k, vector=query.query_embedding,
-                keep=keep if wanted is not None or props else None, namespace=self.namespace,
+                text,
+                query.similarity_top_k,
+                vector=query.query_embedding,
+                keep=keep if wanted is not None or props else None,
+                namespace=self.namespace,
             )
         except NamespaceNotFoundError:
             return [], []

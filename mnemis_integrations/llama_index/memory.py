@@ -12,14 +12,13 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from ..core.messages import utc_now
 from ..core.engine import MnemisMemory
+from ..core.messages import utc_now
 from ..errors import NamespaceNotFoundError
 from ._convert import chat_message_id, chat_record, format_hits, only_in_context
 from .retriever import search_kwargs
 
 __all__ = ["MnemisMemoryBlock"]
-
 
 
 def _text(message: ChatMessage) -> str:
@@ -77,7 +76,8 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         default=400, description="Each recalled memory is cut to this many characters."
     )
     max_tokens: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="Fit the recalled memories into this many tokens (MnemisMemory.fit_to_budget); None: no budget.",
     )
     ingest_on_read: bool = Field(
@@ -162,4 +162,3 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         graph = self.memory.graph(namespace=self.namespace)
         hits = [h for h in hits if not only_in_context(h, graph, in_context)]
         return format_hits(hits[: self.similarity_top_k], max_chars=self.max_chars)
-

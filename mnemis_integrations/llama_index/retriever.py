@@ -37,7 +37,9 @@ def to_node_with_score(hit: MemoryHit) -> NodeWithScore:
     return NodeWithScore(node=node, score=hit.score)
 
 
-def search_kwargs(k: int, namespace: str | None, max_tokens: int | None = None, **options: Any) -> dict[str, Any]:
+def search_kwargs(
+    k: int, namespace: str | None, max_tokens: int | None = None, **options: Any
+) -> dict[str, Any]:
     """``MnemisMemory.search`` keyword arguments; ``options`` (``filter``, ``as_of``, ...) left out when ``None``."""
     kwargs: dict[str, Any] = {"k": k}
     if namespace is not None:
@@ -129,7 +131,9 @@ class MnemisRetriever(Erasure, BaseRetriever):
         self.score_threshold = score_threshold
         self._options = search_options(
             filter=filters if filters is None or isinstance(filters, Mapping) else core_filter(filters),
-            as_of=as_of, include_archived=include_archived or None, score_threshold=score_threshold,
+            as_of=as_of,
+            include_archived=include_archived or None,
+            score_threshold=score_threshold,
         )
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 

@@ -41,9 +41,14 @@ def test_agent_cookbook_recalls_monday_on_friday_through_middleware_tool_and_sto
 def test_llm_builder_cookbook_fails_when_a_dependency_is_missing(missing):
     """Before: without langchain-openai or vcrpy the script printed a hint and exited 0, so CI's
     loop over the cookbook passed without running it. After: exit status 1, the hint on stderr."""
-    hide = f"import runpy, sys; sys.modules[{missing!r}] = None; " \
-           f"runpy.run_path({str(COOKBOOK / 'llm_builder.py')!r}, run_name='__main__')"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(COOKBOOK.parent), os.environ.get("PYTHONPATH", "")])}
+    hide = (
+        f"import runpy, sys; sys.modules[{missing!r}] = None; "
+        f"runpy.run_path({str(COOKBOOK / 'llm_builder.py')!r}, run_name='__main__')"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(COOKBOOK.parent), os.environ.get("PYTHONPATH", "")]),
+    }
     done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env)
     assert done.returncode == 1
     assert "pip install 'mnemis-integrations[llm]' vcrpy" in done.stderr and done.stdout == ""

@@ -127,7 +127,9 @@ def test_forget_erases_the_window_messages_from_memory_and_window_while_clear_ke
     history.add_messages([HumanMessage("My passport number is X4471922.", id="p1")])
     history.clear()
     assert [m.id for m in history.memory.messages("u1")] == ["p1"]  # clear: window only
-    history.add_messages([HumanMessage("I drink green tea.", id="t1"), HumanMessage("Rex is my beagle.", id="r1")])
+    history.add_messages(
+        [HumanMessage("I drink green tea.", id="t1"), HumanMessage("Rex is my beagle.", id="r1")]
+    )
     report = history.forget()
     assert (report.forgotten, history.messages) == (2, [])
     assert [m.id for m in history.memory.messages("u1")] == ["p1"]
@@ -137,7 +139,9 @@ def test_forget_erases_the_window_messages_from_memory_and_window_while_clear_ke
 
 def test_forget_named_messages_keeps_the_others_in_window_and_memory():
     history = make_history()
-    history.add_messages([HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")])
+    history.add_messages(
+        [HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")]
+    )
     history.forget(["p1"])
     assert [m.id for m in history.messages] == ["a1"]
     assert [m.id for m in history.memory.messages("u1")] == ["a1"]
@@ -147,7 +151,9 @@ def test_forget_named_messages_keeps_the_others_in_window_and_memory():
 
 async def test_async_forget_erases_from_memory_and_window():
     history = make_history()
-    await history.aadd_messages([HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")])
+    await history.aadd_messages(
+        [HumanMessage("My passport number is X4471922.", id="p1"), AIMessage("Noted.", id="a1")]
+    )
     report = await history.aforget(["p1"])
     assert report.forgotten == 1
     assert [m.id for m in await history.aget_messages()] == ["a1"]

@@ -148,9 +148,12 @@ def test_max_tokens_fits_the_injected_memories_into_the_budget():
     assert [h.text for h in fitted] != [h.text for h in full]  # the budget changed what is injected
     model = ScriptedChatModel.of("Not yet, sorry.")
     middleware = MnemisMemoryMiddleware(mem, namespace="u1", k=10, max_tokens=60, clock=lambda: FIXED)
-    create_agent(model, tools=[], system_prompt="You are a helpful assistant.", middleware=[middleware]).invoke(
-        {"messages": [{"role": "user", "content": QUESTION}]})
-    assert model.last_system_prompt == "You are a helpful assistant.\n\n" + format_hits(fitted, header=DEFAULT_HEADER)
+    create_agent(
+        model, tools=[], system_prompt="You are a helpful assistant.", middleware=[middleware]
+    ).invoke({"messages": [{"role": "user", "content": QUESTION}]})
+    assert model.last_system_prompt == "You are a helpful assistant.\n\n" + format_hits(
+        fitted, header=DEFAULT_HEADER
+    )
 
 
 @dataclass
@@ -164,14 +167,24 @@ def test_user_and_team_memory_middlewares_work_side_by_side_in_one_agent():
     middleware instances" (both were named after the class)."""
     mem = seeded_memory("u1")
     mem.add_messages(
-        [{"id": "t1", "speaker": "lead", "text": "The team standup moved to 9:30 on Mondays.", "timestamp": FIXED}],
+        [
+            {
+                "id": "t1",
+                "speaker": "lead",
+                "text": "The team standup moved to 9:30 on Mondays.",
+                "timestamp": FIXED,
+            }
+        ],
         namespace="team-acme",
     )
     user = MnemisMemoryMiddleware(mem, namespace="{user_id}", k=2, clock=lambda: FIXED)
     team = MnemisMemoryMiddleware(
         mem, namespace="team-{team_id}", k=1, header="Team memory:", save_turns=False, clock=lambda: FIXED
     )
-    assert (user.name, team.name) == ("MnemisMemoryMiddleware[{user_id}]", "MnemisMemoryMiddleware[team-{team_id}]")
+    assert (user.name, team.name) == (
+        "MnemisMemoryMiddleware[{user_id}]",
+        "MnemisMemoryMiddleware[team-{team_id}]",
+    )
     model = ScriptedChatModel.of("Noted.")
     agent = create_agent(model, tools=[], middleware=[user, team], context_schema=TeamContext)
     agent.invoke(

@@ -25,8 +25,16 @@ def test_a_namespace_langgraph_refuses_too_is_refused_with_invalid_namespace_err
 
 @pytest.mark.parametrize(
     "namespace",
-    [("users", "user:42"), ("john smith",), ("Zoë",), ("org/team",), ("auth0|5f7c8ec7c33c6c004bbafe82",),
-     ("x" * 129,), ("users", "u1\n"), ("😀", "a.b\\c")],
+    [
+        ("users", "user:42"),
+        ("john smith",),
+        ("Zoë",),
+        ("org/team",),
+        ("auth0|5f7c8ec7c33c6c004bbafe82",),
+        ("x" * 129,),
+        ("users", "u1\n"),
+        ("😀", "a.b\\c"),
+    ],
 )
 def test_every_label_langgraph_accepts_gets_a_valid_mnemis_namespace(namespace):
     """Before: ':', spaces, non-ASCII letters, '/', '|' and names over 128 characters raised

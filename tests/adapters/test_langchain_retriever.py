@@ -182,7 +182,9 @@ def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
 
 async def test_async_delete_forgets_in_the_named_namespace():
     memory = seeded_memory("u1")
-    memory.add_messages([{"id": "x1", "speaker": "user", "text": "My passport number is X4471922."}], namespace="u2")
+    memory.add_messages(
+        [{"id": "x1", "speaker": "user", "text": "My passport number is X4471922."}], namespace="u2"
+    )
     retriever = MnemisRetriever(memory=memory, namespace="u1")
     await retriever.adelete(["x1"], namespace="u2")
     assert memory.namespaces() == ["u1"]

@@ -198,7 +198,9 @@ def test_a_deleted_item_is_forgotten_by_the_memory_so_no_retriever_finds_it(stor
 
 def test_a_deleted_item_leaves_no_byte_of_its_text_in_a_persisted_memory(tmp_path):
     path = tmp_path / "store.db"
-    s = MnemisStore(MnemisMemory(path, embedder=HashingEmbedder(), config=item_level_config()), clock=lambda: FIXED)
+    s = MnemisStore(
+        MnemisMemory(path, embedder=HashingEmbedder(), config=item_level_config()), clock=lambda: FIXED
+    )
     s.put(NS, "tea", FACTS["tea"])
     s.put(NS, "passport", PASSPORT)
     s.delete(NS, "passport")
@@ -232,7 +234,9 @@ def test_a_put_without_indexing_forgets_the_text_an_earlier_put_ingested():
 
 def test_memory_messages_that_are_not_store_items_are_never_forgotten_by_a_store():
     s = make_store()
-    s.memory.add_messages([{"id": "chat-1", "speaker": "user", "text": "Hi, I like tea."}], namespace="memories:u1")
+    s.memory.add_messages(
+        [{"id": "chat-1", "speaker": "user", "text": "Hi, I like tea."}], namespace="memories:u1"
+    )
     s.put(NS, "tea", FACTS["tea"])
     s.delete(NS, "tea")
     assert [m.id for m in s.memory.messages("memories:u1")] == ["chat-1"]
@@ -270,7 +274,9 @@ def test_a_store_over_a_default_memory_ranks_the_items_of_one_fragment_one_by_on
     same (0.933 x5) and came back in put order."""
     s = MnemisStore(empty_memory(), clock=lambda: FIXED)
     s.batch([PutOp(NS, key, value) for key, value in FACTS.items()])
-    assert len({n.id for n in s.memory.graph("memories:u1").nodes() if n.kind.value == "fragment"}) < len(FACTS)
+    assert len({n.id for n in s.memory.graph("memories:u1").nodes() if n.kind.value == "fragment"}) < len(
+        FACTS
+    )
     results = s.search(NS, query="beagle Rex vaccines at the vet", limit=5)
     scores = [i.score for i in results]
     assert [i.key for i in results[:2]] == ["rex", "vet"]

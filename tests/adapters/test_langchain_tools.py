@@ -90,10 +90,16 @@ def test_template_namespace_is_filled_from_the_agent_runtime_context():
     """Before: the recall tool could only read ``configurable`` through a function; a ``"{user_id}"``
     template was taken as a namespace name and refused."""
     mem = seeded_memory("u1")
-    mem.add_messages([{"id": "x1", "speaker": "user", "text": "Book a dentist visit for Tuesday."}], namespace="u2")
+    mem.add_messages(
+        [{"id": "x1", "speaker": "user", "text": "Book a dentist visit for Tuesday."}], namespace="u2"
+    )
     model = ScriptedChatModel.of(call_tool("recall_memory", query="dentist visit"), echo_last_tool_result())
-    agent = create_agent(model, tools=[create_recall_tool(mem, namespace="{user_id}")], context_schema=UserContext)
-    out = agent.invoke({"messages": [{"role": "user", "content": "When is my dentist?"}]}, context=UserContext("u2"))
+    agent = create_agent(
+        model, tools=[create_recall_tool(mem, namespace="{user_id}")], context_schema=UserContext
+    )
+    out = agent.invoke(
+        {"messages": [{"role": "user", "content": "When is my dentist?"}]}, context=UserContext("u2")
+    )
     tool_message = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert {s for d in tool_message.artifact for s in d.metadata["source_ids"]} == {"x1"}
 
@@ -134,7 +140,11 @@ def test_remember_then_recall_in_an_agent_stays_in_the_users_namespace():
     agent.invoke({"messages": [{"role": "user", "content": "I'm allergic to peanuts"}]}, context=user)
     assert mem.namespaces() == ["auth0.7c5f7c8ec7"]
     [stored] = mem.messages("auth0.7c5f7c8ec7")
-    assert (stored.speaker, stored.text, stored.timestamp) == ("memory", "User is allergic to peanuts.", FIXED)
+    assert (stored.speaker, stored.text, stored.timestamp) == (
+        "memory",
+        "User is allergic to peanuts.",
+        FIXED,
+    )
     out = agent.invoke({"messages": [{"role": "user", "content": "What am I allergic to?"}]}, context=user)
     assert "peanuts" in out["messages"][-1].text
 

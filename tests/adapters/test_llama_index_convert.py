@@ -80,7 +80,9 @@ def test_empty_relation_label_is_refused():
 
 
 # node fields, derived properties, the label, and the relation fields (weight, created_at)
-_reserved = set(cv.FIELD_PROPERTIES) | set(cv.DERIVED_PROPERTIES) | {cv.LABEL_PROPERTY, "weight", "created_at"}
+_reserved = (
+    set(cv.FIELD_PROPERTIES) | set(cv.DERIVED_PROPERTIES) | {cv.LABEL_PROPERTY, "weight", "created_at"}
+)
 
 
 @given(

@@ -206,8 +206,9 @@ async def test_max_tokens_fits_what_the_block_recalls_into_the_budget():
     mem = make_memory()  # the seeded conversation
     query = [ChatMessage(role="user", content="refund order 42 bank")]
     unlimited = await block_for(mem, ingest_on_read=False, max_chars=None, similarity_top_k=10)._aget(query)
-    budgeted = await block_for(mem, ingest_on_read=False, max_chars=None, similarity_top_k=10,
-                               max_tokens=40)._aget(query)
+    budgeted = await block_for(
+        mem, ingest_on_read=False, max_chars=None, similarity_top_k=10, max_tokens=40
+    )._aget(query)
     assert unlimited and budgeted and count_tokens(budgeted) < count_tokens(unlimited)
     from mnemis_integrations.llama_index._convert import format_hits
 

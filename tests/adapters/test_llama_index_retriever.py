@@ -133,7 +133,9 @@ def test_max_tokens_fits_the_nodes_into_the_budget(mem):
 
     full = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=10).retrieve("refund")
     budget = sum(count_tokens(n.node.get_content()) for n in full) // 2
-    fitted = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=10, max_tokens=budget).retrieve("refund")
+    fitted = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=10, max_tokens=budget).retrieve(
+        "refund"
+    )
     assert fitted and sum(count_tokens(n.node.get_content()) for n in fitted) <= budget
     with pytest.raises(ValueError, match="max_tokens"):
         MnemisRetriever(memory=mem, namespace="u1", max_tokens=0)
@@ -150,4 +152,3 @@ def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
     assert all("m1" not in n.node.metadata["source_ids"] for n in nodes)
     retriever.delete_namespace()
     assert memory.namespaces() == [] and retriever.retrieve("refund") == []
-

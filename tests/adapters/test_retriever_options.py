@@ -5,20 +5,40 @@ from __future__ import annotations
 
 import pytest
 from fakes import CONVERSATION, seeded_memory
-from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from mnemis_integrations.core.filters import MetadataFilter as CoreFilter
 from mnemis_integrations.errors import InvalidQueryError
 from mnemis_integrations.langchain import MnemisRetriever as LCRetriever
 from mnemis_integrations.llama_index import MnemisRetriever as LIRetriever
 
-TOPIC = {"m01": "refund", "m02": "refund", "m03": "refund", "m04": "pet", "m05": "pet", "m06": "pet",
-         "m07": "travel", "m08": "travel", "m09": "travel", "m10": "habit"}
+TOPIC = {
+    "m01": "refund",
+    "m02": "refund",
+    "m03": "refund",
+    "m04": "pet",
+    "m05": "pet",
+    "m06": "pet",
+    "m07": "travel",
+    "m08": "travel",
+    "m09": "travel",
+    "m10": "habit",
+}
 
 
 def _metadata(m: dict) -> dict:
     n = int(m["id"][1:])
-    return {"topic": TOPIC[m["id"]], "source": "email" if n % 2 else "chat", "rating": n % 4, "day": m["timestamp"]}
+    return {
+        "topic": TOPIC[m["id"]],
+        "source": "email" if n % 2 else "chat",
+        "rating": n % 4,
+        "day": m["timestamp"],
+    }
 
 
 TAGGED = [m | {"metadata": _metadata(m)} for m in CONVERSATION]
@@ -55,8 +75,9 @@ def test_langchain_filter_at_construction_keeps_only_matching_messages(mem):
     assert _shown(docs) and _shown(docs) <= _matching({"source": "email"})
     fragment = next(d for d in docs if d.metadata["kind"] == "fragment")
     assert fragment.metadata["source"] == "email"  # shared by every message shown: merged in, flat
-    assert fragment.metadata["message_metadata"] == {m: _metadata(TAGGED[int(m[1:]) - 1])
-                                                     for m in fragment.metadata["source_ids"]}
+    assert fragment.metadata["message_metadata"] == {
+        m: _metadata(TAGGED[int(m[1:]) - 1]) for m in fragment.metadata["source_ids"]
+    }
 
 
 def test_langchain_per_call_filter_narrows_the_retrievers_own(mem):
@@ -78,15 +99,18 @@ async def test_langchain_async_takes_the_same_options(mem):
 
 def test_langchain_as_of_include_archived_and_score_threshold_reach_the_search(mem):
     as_of = "2024-05-02T10:01:30+00:00"
-    assert [d.id for d in LCRetriever(memory=mem, namespace="u1", k=6, as_of=as_of).invoke(QUERY)] == _core_ids(
-        mem, as_of=as_of)
+    assert [
+        d.id for d in LCRetriever(memory=mem, namespace="u1", k=6, as_of=as_of).invoke(QUERY)
+    ] == _core_ids(mem, as_of=as_of)
     r = LCRetriever(memory=mem, namespace="u1", k=6)
     assert _shown(r.invoke(QUERY, as_of=as_of)) <= {"m01", "m02", "m03", "m04", "m05"}
 
     mem.compact("2024-06-01", namespace="u1", min_group=1)
     archived = _core_ids(mem, include_archived=True)
     assert archived != _core_ids(mem)
-    assert [d.id for d in LCRetriever(memory=mem, namespace="u1", k=6, include_archived=True).invoke(QUERY)] == archived
+    assert [
+        d.id for d in LCRetriever(memory=mem, namespace="u1", k=6, include_archived=True).invoke(QUERY)
+    ] == archived
     assert [d.id for d in r.invoke(QUERY, include_archived=True)] == archived
 
     scores = [h.score for h in mem.search(QUERY, k=6, namespace="u1")]
@@ -107,8 +131,14 @@ def test_langchain_bad_options_are_typed_errors(mem):
 
 
 def test_a_message_key_named_like_a_hit_field_does_not_replace_it():
-    mem = seeded_memory("u1", [m | {"metadata": {"score": "five stars", "topic": "refund"}} for m in CONVERSATION[:3]])
-    doc = next(d for d in LCRetriever(memory=mem, namespace="u1").invoke("refund") if d.metadata["kind"] == "fragment")
+    mem = seeded_memory(
+        "u1", [m | {"metadata": {"score": "five stars", "topic": "refund"}} for m in CONVERSATION[:3]]
+    )
+    doc = next(
+        d
+        for d in LCRetriever(memory=mem, namespace="u1").invoke("refund")
+        if d.metadata["kind"] == "fragment"
+    )
     assert isinstance(doc.metadata["score"], float) and doc.metadata["topic"] == "refund"
     assert {md["score"] for md in doc.metadata["message_metadata"].values()} == {"five stars"}
 
@@ -122,18 +152,36 @@ def _filters(*filters, condition=FilterCondition.AND) -> MetadataFilters:
     "filters, core",
     [
         (_filters(MetadataFilter(key="source", value="email")), {"source": "email"}),
-        (_filters(MetadataFilter(key="topic", value="refund", operator=FilterOperator.NE),
-                  MetadataFilter(key="rating", value=[0, 1], operator=FilterOperator.IN)),
-         {"topic": {"$ne": "refund"}, "rating": {"$in": [0, 1]}}),
-        (_filters(MetadataFilter(key="rating", value=1, operator=FilterOperator.GTE),
-                  MetadataFilter(key="rating", value=2, operator=FilterOperator.LTE)),
-         {"rating": {"$gte": 1, "$lte": 2}}),
-        (_filters(MetadataFilter(key="day", value="2024-05-02T10:00:00+00:00", operator=FilterOperator.LTE)),
-         {"day": {"$lte": "2024-05-02T10:00:00+00:00"}}),
-        (_filters(MetadataFilter(key="topic", value="travel"),
-                  _filters(MetadataFilter(key="topic", value="pet"), MetadataFilter(key="source", value="chat")),
-                  condition=FilterCondition.OR),
-         {"$or": [{"topic": "travel"}, {"topic": "pet", "source": "chat"}]}),
+        (
+            _filters(
+                MetadataFilter(key="topic", value="refund", operator=FilterOperator.NE),
+                MetadataFilter(key="rating", value=[0, 1], operator=FilterOperator.IN),
+            ),
+            {"topic": {"$ne": "refund"}, "rating": {"$in": [0, 1]}},
+        ),
+        (
+            _filters(
+                MetadataFilter(key="rating", value=1, operator=FilterOperator.GTE),
+                MetadataFilter(key="rating", value=2, operator=FilterOperator.LTE),
+            ),
+            {"rating": {"$gte": 1, "$lte": 2}},
+        ),
+        (
+            _filters(
+                MetadataFilter(key="day", value="2024-05-02T10:00:00+00:00", operator=FilterOperator.LTE)
+            ),
+            {"day": {"$lte": "2024-05-02T10:00:00+00:00"}},
+        ),
+        (
+            _filters(
+                MetadataFilter(key="topic", value="travel"),
+                _filters(
+                    MetadataFilter(key="topic", value="pet"), MetadataFilter(key="source", value="chat")
+                ),
+                condition=FilterCondition.OR,
+            ),
+            {"$or": [{"topic": "travel"}, {"topic": "pet", "source": "chat"}]},
+        ),
     ],
     ids=["eq", "ne-in", "gte-lte", "time", "or-nested"],
 )
@@ -147,15 +195,22 @@ def test_llama_index_nodes_carry_message_metadata_out_of_the_prompt(mem):
     r = LIRetriever(memory=mem, namespace="u1", similarity_top_k=6, filters={"source": "email"})
     node = next(n.node for n in r.retrieve(QUERY) if n.node.metadata["kind"] == "fragment")
     assert node.metadata["source"] == "email" and set(node.metadata["message_metadata"]) == set(
-        node.metadata["source_ids"])
+        node.metadata["source_ids"]
+    )
     assert {"source", "topic", "message_metadata"} <= set(node.excluded_llm_metadata_keys)
 
 
 @pytest.mark.parametrize(
     "filters, says",
     [
-        (_filters(MetadataFilter(key="topic", value="ref", operator=FilterOperator.TEXT_MATCH)), "'text_match'"),
-        (_filters(MetadataFilter(key="topic", value="refund", operator=FilterOperator.CONTAINS)), "'contains'"),
+        (
+            _filters(MetadataFilter(key="topic", value="ref", operator=FilterOperator.TEXT_MATCH)),
+            "'text_match'",
+        ),
+        (
+            _filters(MetadataFilter(key="topic", value="refund", operator=FilterOperator.CONTAINS)),
+            "'contains'",
+        ),
         (_filters(MetadataFilter(key="topic", value="refund"), condition=FilterCondition.NOT), "'not'"),
         ({"topic": {"$regex": "r"}}, "'$regex'"),
     ],
@@ -178,7 +233,9 @@ def test_llama_index_as_of_include_archived_and_score_threshold_reach_the_search
     assert [n.node.node_id for n in r.retrieve(QUERY)] == archived
 
     scores = [h.score for h in mem.search(QUERY, k=6, namespace="u1")]
-    kept = LIRetriever(memory=mem, namespace="u1", similarity_top_k=6, score_threshold=scores[2]).retrieve(QUERY)
+    kept = LIRetriever(memory=mem, namespace="u1", similarity_top_k=6, score_threshold=scores[2]).retrieve(
+        QUERY
+    )
     assert [n.score for n in kept] == [s for s in scores if s >= scores[2]] and len(kept) < len(scores)
     with pytest.raises(InvalidQueryError, match="score_threshold"):
         LIRetriever(memory=mem, namespace="u1", score_threshold=-1)
@@ -187,8 +244,12 @@ def test_llama_index_as_of_include_archived_and_score_threshold_reach_the_search
 
 
 async def test_llama_index_async_retrieve_applies_the_filters(mem):
-    r = LIRetriever(memory=mem, namespace="u1", similarity_top_k=6, filters=_filters(
-        MetadataFilter(key="topic", value="pet")))
+    r = LIRetriever(
+        memory=mem,
+        namespace="u1",
+        similarity_top_k=6,
+        filters=_filters(MetadataFilter(key="topic", value="pet")),
+    )
     nodes = await r.aretrieve(QUERY)
     assert [n.node.node_id for n in nodes] == _core_ids(mem, {"topic": "pet"})
     assert _shown(nodes) <= {"m04", "m05", "m06"}

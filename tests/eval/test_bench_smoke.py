@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.errors import ConfigError
 from mnemis_integrations.evaluation import (
     Benchmark,
     Conversation,
@@ -21,7 +22,6 @@ from mnemis_integrations.evaluation import (
 )
 from mnemis_integrations.evaluation.baselines import tokenize
 from mnemis_integrations.evaluation.cli import main
-from mnemis_integrations.errors import ConfigError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny_locomo.json"
 BASELINES = ["bm25", "dense", "hybrid", "chunk3"]
@@ -165,8 +165,17 @@ def test_a_system_with_its_own_budget_fitting_is_scored_on_it_and_its_plain_pack
 
     t0 = datetime(2024, 1, 1, 9, 0)
     messages = [{"id": "m1", "speaker": "user", "text": "The launch moved to June.", "timestamp": t0}]
-    bench = Benchmark("fit", [Conversation("s1", messages, [Question("s1:q0", "When is the launch?", ("m1",), 1)],
-                                           turn_texts={"m1": "The launch moved to June."})])
+    bench = Benchmark(
+        "fit",
+        [
+            Conversation(
+                "s1",
+                messages,
+                [Question("s1:q0", "When is the launch?", ("m1",), 1)],
+                turn_texts={"m1": "The launch moved to June."},
+            )
+        ],
+    )
     whole = SimpleNamespace(text="filler " * 40 + "The launch moved to June.", source_ids=("m1",))
     narrowed = SimpleNamespace(text="The launch moved to June.", source_ids=("m1",))
     fitted_budgets = []
@@ -182,8 +191,14 @@ def test_a_system_with_its_own_budget_fitting_is_scored_on_it_and_its_plain_pack
             fitted_budgets.append(budget)
             return [narrowed] if budget < 40 else list(hits)
 
-    result = run_benchmark(bench, ["fitting", "bm25"], budgets=[16, 64], k=3, embedder=HashingEmbedder(),
-                           factory=lambda name, emb: Fitting() if name == "fitting" else make_system(name, emb))
+    result = run_benchmark(
+        bench,
+        ["fitting", "bm25"],
+        budgets=[16, 64],
+        k=3,
+        embedder=HashingEmbedder(),
+        factory=lambda name, emb: Fitting() if name == "fitting" else make_system(name, emb),
+    )
     fitting, bm25 = result["systems"]["fitting"]["overall"], result["systems"]["bm25"]["overall"]
     assert fitted_budgets == [16, 64]
     assert (fitting["budget_recall@16"], fitting["prefix_recall@16"]) == (1.0, 0.0)

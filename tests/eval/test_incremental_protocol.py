@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.errors import ConfigError
 from mnemis_integrations.evaluation import EmbeddingCache, make_system, run_benchmark
 from mnemis_integrations.evaluation.cli import main
 from mnemis_integrations.evaluation.datasets import Question
@@ -21,7 +22,6 @@ from mnemis_integrations.evaluation.scenarios import (
 )
 from mnemis_integrations.evaluation.streaming import stream_plan
 from mnemis_integrations.evaluation.structure import inspector
-from mnemis_integrations.errors import ConfigError
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -48,14 +48,22 @@ def tiny(sid: str = "inc", split: str = "tune") -> dict:
 
     def q(n, cls, at, evidence, current=(), superseded=()):
         return {
-            "id": f"{sid}-q{n}", "question": f"question {n} about the offsite venue and laptops",
-            "class": cls, "asked_at": at, "evidence": [f"{sid}-m{e}" for e in evidence],
-            "current": [f"{sid}-m{e}" for e in current], "superseded": [f"{sid}-m{e}" for e in superseded],
+            "id": f"{sid}-q{n}",
+            "question": f"question {n} about the offsite venue and laptops",
+            "class": cls,
+            "asked_at": at,
+            "evidence": [f"{sid}-m{e}" for e in evidence],
+            "current": [f"{sid}-m{e}" for e in current],
+            "superseded": [f"{sid}-m{e}" for e in superseded],
             "answer": "x",
         }
 
     return {
-        "id": sid, "language": "en", "title": "tiny", "split": split, "messages": messages,
+        "id": sid,
+        "language": "en",
+        "title": "tiny",
+        "split": split,
+        "messages": messages,
         "questions": [
             q(1, "evolution", _at(24 * 4 + 1), [1, 4], [4], [1]),
             q(2, "relational", _at(24 * 2 + 5), [2]),
@@ -87,8 +95,16 @@ class Recorder:
 
 def _run(scenarios, systems, factory=make_system, **kw):
     bench = benchmark_from_scenarios(scenarios, protocol="incremental")
-    return run_benchmark(bench, systems, budgets=[64, 256], k=5, embedder=HashingEmbedder(),
-                         extra_metrics=EXTRA_METRICS, factory=factory, **kw)
+    return run_benchmark(
+        bench,
+        systems,
+        budgets=[64, 256],
+        k=5,
+        embedder=HashingEmbedder(),
+        extra_metrics=EXTRA_METRICS,
+        factory=factory,
+        **kw,
+    )
 
 
 def test_each_question_sees_exactly_the_messages_up_to_its_time_fed_one_per_call():
@@ -165,8 +181,27 @@ def test_cli_runs_the_incremental_protocol_on_several_suites(tmp_path, capsys):
         m.pop("topic")
     b.write_text(json.dumps(plain), encoding="utf-8")
     out = tmp_path / "out"
-    code = main(["bench", "scenarios", "--suite", str(a), "--suite", str(b), "--systems", "bm25,dense",
-                 "--embedder", "hashing", "--budgets", "64,256", "--k", "5", "--out", str(out), "--no-plot"])
+    code = main(
+        [
+            "bench",
+            "scenarios",
+            "--suite",
+            str(a),
+            "--suite",
+            str(b),
+            "--systems",
+            "bm25,dense",
+            "--embedder",
+            "hashing",
+            "--budgets",
+            "64,256",
+            "--k",
+            "5",
+            "--out",
+            str(out),
+            "--no-plot",
+        ]
+    )
     assert code == 0
     assert "## Evidence recall, split `holdout`" in capsys.readouterr().out
     summary = json.loads((out / "scenarios.json").read_text())

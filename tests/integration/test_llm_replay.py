@@ -20,13 +20,18 @@ from mnemis_integrations.core.model import NodeKind
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = Path(__file__).parent / "cassettes"
-if not (CASSETTES / "cookbook_llm_builder.yaml").exists() or not (CASSETTES / "truncated_summaries.yaml").exists():
+if (
+    not (CASSETTES / "cookbook_llm_builder.yaml").exists()
+    or not (CASSETTES / "truncated_summaries.yaml").exists()
+):
     pytest.skip("cassettes not recorded yet: run scripts/record_cassettes.py", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def cookbook():
-    spec = importlib.util.spec_from_file_location("cookbook_llm_builder", ROOT / "cookbook" / "llm_builder.py")
+    spec = importlib.util.spec_from_file_location(
+        "cookbook_llm_builder", ROOT / "cookbook" / "llm_builder.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -15,7 +15,30 @@ from __future__ import annotations
 import random
 import sys
 
-WORDS = ["refund", "invoice", "shipping", "parcel", "courier", "timeout", "lunch", "budget", "Alice", "Bob", "Paris", "Berlin", "meeting", "deadline", "laptop", "battery", "garden", "tomato", "piano", "lesson", "doctor", "appointment"]
+WORDS = [
+    "refund",
+    "invoice",
+    "shipping",
+    "parcel",
+    "courier",
+    "timeout",
+    "lunch",
+    "budget",
+    "Alice",
+    "Bob",
+    "Paris",
+    "Berlin",
+    "meeting",
+    "deadline",
+    "laptop",
+    "battery",
+    "garden",
+    "tomato",
+    "piano",
+    "lesson",
+    "doctor",
+    "appointment",
+]
 
 
 def batch_ids(batch: int, size: int) -> list[str]:
@@ -91,7 +114,9 @@ def check_store(db: str, namespace: str, acked: set[int], attempted_max: int, si
         assert len(seqs) == len(set(seqs)), "duplicate seq numbers after recovery"
         if stored:
             fragment_sources = {
-                s for n in mem.graph(namespace).to_data().get("nodes", []) for s in (n.get("source_ids") or ())
+                s
+                for n in mem.graph(namespace).to_data().get("nodes", [])
+                for s in (n.get("source_ids") or ())
             }
             hits = mem.search("refund invoice marker", k=5, namespace=namespace)
             assert hits, "a non-empty store returned no hits"
@@ -101,8 +126,9 @@ def check_store(db: str, namespace: str, acked: set[int], attempted_max: int, si
         return {"stored": len(stored), "lost": len(lost)}
 
 
-def run_crash_cycles(db: str, cycles: int, *, seed: int = 0, size: int = 20, max_delay_s: float = 0.4,
-                     namespace: str = "crash") -> dict:
+def run_crash_cycles(
+    db: str, cycles: int, *, seed: int = 0, size: int = 20, max_delay_s: float = 0.4, namespace: str = "crash"
+) -> dict:
     """SIGKILL a worker ``cycles`` times at random moments; check the store after each kill.
 
     The next worker resends the first unacknowledged batch (as a client would
@@ -145,7 +171,9 @@ def run_crash_cycles(db: str, cycles: int, *, seed: int = 0, size: int = 20, max
                 proc.wait()
             proc.stdout.close()
             proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL, f"worker exited by itself ({proc.returncode}): {err[-2000:]}"
+        assert proc.returncode == -signal.SIGKILL, (
+            f"worker exited by itself ({proc.returncode}): {err[-2000:]}"
+        )
         new = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack ")]
         acked.update(new)
         # The worker was killed while working on the batch after its last ack (or on the first one).

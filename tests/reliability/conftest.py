@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from _backends import open_memory
 
 
@@ -15,7 +14,9 @@ def _wipe(url: str) -> None:
             mem.delete_namespace(ns)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])])
+@pytest.fixture(
+    params=["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])]
+)
 def db(request, tmp_path):
     """A fresh SQLite file, then the FalkorDB server .ci/run starts (skipped without one)."""
     if request.param == "sqlite":

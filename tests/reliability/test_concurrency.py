@@ -138,8 +138,12 @@ def test_two_writer_processes_on_one_namespace_lose_nothing(tmp_path):
     db = str(tmp_path / "race.db")
     n_batches, size = 6, 4
     procs = [
-        subprocess.Popen([sys.executable, WORKER, db, "ns", str(first), str(size), str(n_batches), "13"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, WORKER, db, "ns", str(first), str(size), str(n_batches), "13"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for first in (0, 100)
     ]
     outs = [p.communicate(timeout=120) for p in procs]

@@ -24,11 +24,15 @@ CI_CYCLES = 15
 
 
 def test_sigkill_mid_ingest_loses_no_acknowledged_message_and_no_batch_is_torn(tmp_path):
-    figures = worker.run_crash_cycles(str(tmp_path / "crash.db"), CI_CYCLES, seed=7, size=10, max_delay_s=0.25)
+    figures = worker.run_crash_cycles(
+        str(tmp_path / "crash.db"), CI_CYCLES, seed=7, size=10, max_delay_s=0.25
+    )
     print(f"\ncrash-safety figures: {figures}", file=sys.stderr)
     assert figures["cycles"] == CI_CYCLES
     assert figures["lost"] == 0
-    assert figures["acked_batches"] > 0, "no batch was acknowledged: the kill delays are too short to test anything"
+    assert figures["acked_batches"] > 0, (
+        "no batch was acknowledged: the kill delays are too short to test anything"
+    )
 
 
 def test_resending_a_committed_batch_is_skipped_not_duplicated(tmp_path):

@@ -11,7 +11,20 @@ from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
 
 NAMESPACES = ["tenant-a", "tenant-b", "org:c@x"]
-WORDS = ["refund", "parcel", "courier", "lunch", "Paris", "Berlin", "Alice", "Bob", "piano", "tomato", "invoice", "budget"]
+WORDS = [
+    "refund",
+    "parcel",
+    "courier",
+    "lunch",
+    "Paris",
+    "Berlin",
+    "Alice",
+    "Bob",
+    "piano",
+    "tomato",
+    "invoice",
+    "budget",
+]
 RAN = {"isolation": 0}
 VIOLATIONS = {"isolation": 0}
 
@@ -34,7 +47,9 @@ def test_search_messages_and_graph_never_cross_namespaces(rows, query_words):
     owned: dict[str, set[str]] = {ns: set() for ns in NAMESPACES}
     for i, (ns, words) in enumerate(rows):
         mid = f"{ns}/{i}"
-        mem.add_messages([{"id": mid, "speaker": "u", "text": " ".join(words) + " " + _marker(ns)}], namespace=ns)
+        mem.add_messages(
+            [{"id": mid, "speaker": "u", "text": " ".join(words) + " " + _marker(ns)}], namespace=ns
+        )
         owned[ns].add(mid)
     from mnemis_integrations.langchain import MnemisRetriever as LCRetriever
     from mnemis_integrations.llama_index import MnemisRetriever as LIRetriever

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from _over_time import WEEKS
 from _backends import open_memory
+from _over_time import WEEKS
 
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -36,7 +36,9 @@ def _raw(db: str) -> bytes:
 
 def _everything_shown(mem: MnemisMemory, query: str) -> str:
     hits = mem.search(query, k=30, namespace="u1", include_archived=True)
-    return " ".join(f"{h.text} {h.path_str} {' '.join(h.path)} {h.node_id} {' '.join(h.source_ids)}" for h in hits).lower()
+    return " ".join(
+        f"{h.text} {h.path_str} {' '.join(h.path)} {h.node_id} {' '.join(h.source_ids)}" for h in hits
+    ).lower()
 
 
 ERASERS = {
@@ -57,8 +59,10 @@ def test_a_stale_object_neither_serves_nor_writes_back_erased_text(db, erase):
             r.search("vault code zebra", namespace="u1")
         with pytest.raises(NamespaceNotFoundError):
             r.messages("u1")
-    r.add_messages([{"id": "n1", "speaker": "ann", "text": "a brand new start", "timestamp": "2025-06-01T09:00:00"}],
-                   namespace="u1")
+    r.add_messages(
+        [{"id": "n1", "speaker": "ann", "text": "a brand new start", "timestamp": "2025-06-01T09:00:00"}],
+        namespace="u1",
+    )
     with open_memory(db) as fresh:
         assert [m.id for m in fresh.messages("u1")] == ["n1"]
         assert SECRET_WORD not in " ".join(n.label + n.summary for n in fresh.graph("u1").nodes()).lower()
@@ -78,8 +82,10 @@ def test_a_stale_object_follows_a_namespace_deleted_and_made_again(db):
     shown = _everything_shown(r, "vault code zebra")
     assert SECRET_WORD not in shown and "vault" not in shown
     assert {m.id for m in r.messages("u1")} == {m["id"] for m in WEEKS[:6]}
-    r.add_messages([{"id": "n1", "speaker": "ann", "text": "one more", "timestamp": "2025-06-01T09:00:00"}],
-                   namespace="u1")
+    r.add_messages(
+        [{"id": "n1", "speaker": "ann", "text": "one more", "timestamp": "2025-06-01T09:00:00"}],
+        namespace="u1",
+    )
     with open_memory(db) as fresh:
         assert {m.id for m in fresh.messages("u1")} == {m["id"] for m in WEEKS[:6]} | {"n1"}
     r.close()
@@ -96,7 +102,9 @@ def test_no_hit_path_or_label_shows_a_forgotten_word(db):
         shown = _everything_shown(mem, "vault code zebra server room")
         assert SECRET_WORD not in shown and "7731" not in shown
         g = mem.graph("u1")
-        assert not any(SECRET_ID == n.id.rpartition(":")[2] for n in g.nodes()), "an id made from the forgotten id"
+        assert not any(SECRET_ID == n.id.rpartition(":")[2] for n in g.nodes()), (
+            "an id made from the forgotten id"
+        )
         labels = " ".join(f"{n.label} {n.summary} {' '.join(n.keywords)}" for n in g.nodes()).lower()
         assert SECRET_WORD not in labels
     r.close()

@@ -29,8 +29,12 @@ NS = "race"
 
 def _own_messages(n: int) -> list[dict]:
     return [
-        {"id": f"p{i}", "speaker": "Alice" if i % 2 else "Bob", "timestamp": f"2025-01-{1 + i:02d}T09:00:00",
-         "text": f"the garden budget for tomato beds, note {i}; laptop battery {i} looked fine"}
+        {
+            "id": f"p{i}",
+            "speaker": "Alice" if i % 2 else "Bob",
+            "timestamp": f"2025-01-{1 + i:02d}T09:00:00",
+            "text": f"the garden budget for tomato beds, note {i}; laptop battery {i} looked fine",
+        }
         for i in range(n)
     ]
 
@@ -41,7 +45,8 @@ OPERATIONS = {
     "uncompact": lambda mem, i: (mem.compact(before="2030-01-01", namespace=NS), mem.uncompact(namespace=NS)),
     "rebalance": lambda mem, i: mem.rebalance(namespace=NS, max_span_days=0.5),
     "apply": lambda mem, i: mem.apply(
-        lambda g: [setattr(c, "label", f"Renamed {i}") for c in g.nodes(NodeKind.CONCEPT)], namespace=NS),
+        lambda g: [setattr(c, "label", f"Renamed {i}") for c in g.nodes(NodeKind.CONCEPT)], namespace=NS
+    ),
 }
 
 
@@ -84,8 +89,12 @@ def test_a_writer_process_racing_an_operation_loses_nothing(db, operation):
     mem = open_memory(db)
     mem.add_messages(_own_messages(8), namespace=NS)
     n_batches = 8
-    proc = subprocess.Popen([sys.executable, WORKER, db, NS, "0", "2", str(n_batches), "11"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, WORKER, db, NS, "0", "2", str(n_batches), "11"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     done, forgotten = 0, set()
     while proc.poll() is None and done < 40:
         OPERATIONS[operation](mem, done % 8)
@@ -97,5 +106,7 @@ def test_a_writer_process_racing_an_operation_loses_nothing(db, operation):
     acked = {int(line.split()[1]) for line in out.splitlines() if line.startswith("ack")}
     assert acked == set(range(n_batches)) and done > 0
     mem.close()
-    expected = {m for b in acked for m in worker.batch_ids(b, 2)} | ({m["id"] for m in _own_messages(8)} - forgotten)
+    expected = {m for b in acked for m in worker.batch_ids(b, 2)} | (
+        {m["id"] for m in _own_messages(8)} - forgotten
+    )
     _check_nothing_lost(db, expected, forgotten)

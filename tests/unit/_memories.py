@@ -32,7 +32,11 @@ class Backend:
 
 
 @pytest.fixture(
-    params=["memory", "sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])]
+    params=[
+        "memory",
+        "sqlite",
+        pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
+    ]
 )
 def backend(request, tmp_path):
     if request.param == "memory":

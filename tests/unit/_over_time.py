@@ -6,7 +6,12 @@ T0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
 
 
 def msg(i, text, speaker="ann", days=0, minutes=0):
-    return {"id": f"m{i}", "speaker": speaker, "text": text, "timestamp": T0 + timedelta(days=days, minutes=minutes)}
+    return {
+        "id": f"m{i}",
+        "speaker": speaker,
+        "text": text,
+        "timestamp": T0 + timedelta(days=days, minutes=minutes),
+    }
 
 
 WEEKS = [

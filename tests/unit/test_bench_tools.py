@@ -27,8 +27,15 @@ def _run(folder: Path, recall: dict[str, float]) -> str:
     rows = []
     for conv, r in recall.items():
         for cat, value in ((1, r), (5, 1.0 - r)):
-            rows.append({"system": "mnemis", "question_id": f"{conv}:q{cat}", "conversation": conv, "category": cat,
-                         "scores": {f"budget_recall@{b}": value for b in (256, 512, 1024, 2048)}})
+            rows.append(
+                {
+                    "system": "mnemis",
+                    "question_id": f"{conv}:q{cat}",
+                    "conversation": conv,
+                    "category": cat,
+                    "scores": {f"budget_recall@{b}": value for b in (256, 512, 1024, 2048)},
+                }
+            )
     (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(folder)
 
@@ -54,8 +61,12 @@ def test_the_update_judge_fit_separates_and_the_best_candidate_decides(tmp_path)
     y = (x[:, 0] + 0.5 * x[:, 1] > 0.8).astype(float)
     w, b = fit.fit(x, y, l2=0.1)
     assert w[0] > w[1] > abs(w[2]) and b < 0  # raw-feature weights, the separating direction first
-    rows = [{"scenario": "s", "i": 1, "y": 1, "gate": True}, {"scenario": "s", "i": 1, "y": 0, "gate": True},
-            {"scenario": "s", "i": 2, "y": 0, "gate": True}, {"scenario": "s", "i": 3, "y": 1, "gate": False}]
+    rows = [
+        {"scenario": "s", "i": 1, "y": 1, "gate": True},
+        {"scenario": "s", "i": 1, "y": 0, "gate": True},
+        {"scenario": "s", "i": 2, "y": 0, "gate": True},
+        {"scenario": "s", "i": 3, "y": 1, "gate": False},
+    ]
     # message 1: its best candidate is the true one; message 2: a false link above the threshold;
     # message 3: its only true candidate fails the gate, so it counts as wanted and missed.
     assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 0.0) == (1, 2, 2)

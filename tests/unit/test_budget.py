@@ -16,15 +16,27 @@ WORDS = len  # one token per character keeps the arithmetic of these tests visib
 def hit(name: str, messages: dict[str, str], focus: str, kind: str = "fragment") -> MemoryHit:
     """A hit whose text is a 1-character headline plus one line per message, in id order."""
     ids = tuple(sorted(messages))
-    return MemoryHit(node_id=name, kind=kind, text="h" + "".join(messages[i] for i in ids), source_ids=ids,
-                     score=1.0, semantic_score=1.0, relation_score=0.0, via=("semantic",), path=(name,),
-                     time=None, status="active", focus=tuple(focus) if kind == "fragment" else ())
+    return MemoryHit(
+        node_id=name,
+        kind=kind,
+        text="h" + "".join(messages[i] for i in ids),
+        source_ids=ids,
+        score=1.0,
+        semantic_score=1.0,
+        relation_score=0.0,
+        via=("semantic",),
+        path=(name,),
+        time=None,
+        status="active",
+        focus=tuple(focus) if kind == "fragment" else (),
+    )
 
 
 def rerender_from(table: dict[str, dict[str, str]]):
     def rerender(h: MemoryHit, ids) -> MemoryHit:
         shown = tuple(i for i in sorted(table[h.node_id]) if i in set(ids))
         return replace(h, text="h" + "".join(table[h.node_id][i] for i in shown), source_ids=shown)
+
     return rerender
 
 
@@ -53,13 +65,20 @@ def test_room_left_widens_hits_round_by_round_best_hit_first_then_adds_more_hits
     out = fit(28)
     assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f"))]
     out = fit(33)  # C{h} fits (31); C whole would cost 35
-    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("a", "b", "c")), ("B", ("d", "e", "f")), ("C", ("h",))]
+    assert [(h.node_id, h.source_ids) for h in out] == [
+        ("A", ("a", "b", "c")),
+        ("B", ("d", "e", "f")),
+        ("C", ("h",)),
+    ]
 
 
 def test_room_left_after_every_hit_is_shown_gives_the_later_hits_their_messages_back():
     out = fit(35)
     assert [(h.node_id, h.source_ids) for h in out] == [
-        ("A", ("a", "b", "c")), ("B", ("d", "e", "f")), ("C", ("g", "h"))]
+        ("A", ("a", "b", "c")),
+        ("B", ("d", "e", "f")),
+        ("C", ("g", "h")),
+    ]
     assert [h.text for h in out] == [h.text for h in HITS]  # nothing narrowed: the hits as searched
 
 
@@ -72,8 +91,9 @@ def test_fitted_hits_never_exceed_the_budget_and_keep_rank_order():
 
 def test_a_hit_that_does_not_fit_stops_the_adding_of_later_hits():
     big = hit("X", {"x": "x" * 50}, "x", kind="subtopic")  # no messages to narrow: shown whole or not at all
-    out = fit_to_budget([big, *HITS], 20, ContextConfig(breadth_messages=1, breadth_hits=4),
-                        rerender_from(TABLE), WORDS)
+    out = fit_to_budget(
+        [big, *HITS], 20, ContextConfig(breadth_messages=1, breadth_hits=4), rerender_from(TABLE), WORDS
+    )
     assert out == []
 
 
@@ -85,7 +105,9 @@ def test_later_summaries_wait_until_the_later_fragments_have_their_messages_back
 
     def ids(defer: bool, budget: int) -> list:
         cfg = ContextConfig(breadth_messages=1, breadth_hits=1, later_messages=1, defer_summaries=defer)
-        return [(h.node_id, h.source_ids) for h in fit_to_budget(hits, budget, cfg, rerender_from(TABLE), WORDS)]
+        return [
+            (h.node_id, h.source_ids) for h in fit_to_budget(hits, budget, cfg, rerender_from(TABLE), WORDS)
+        ]
 
     # A whole (13), then in rank order S (9) and B{e}, C{h} (5 + 5) leave 0 to widen with; deferred,
     # B{e} and C{h} (23) widen round by round to B{d,e}, C{g,h} (31) and S no longer fits.
@@ -98,16 +120,18 @@ def test_later_summaries_wait_until_the_later_fragments_have_their_messages_back
 
 CHAT = [
     {"id": f"m{i}", "speaker": "ann", "text": t, "timestamp": f"2025-03-0{1 + i // 4}T09:0{i % 4}:00"}
-    for i, t in enumerate([
-        "The refund for order 42 timed out at the bank callback.",
-        "We also talked about the weather being rainy all week.",
-        "My cousin is visiting next month from Porto.",
-        "The bank says the refund callback is fixed now.",
-        "Acme wants the pricing plan v2 draft by Friday.",
-        "Lunch at the noodle place was great again.",
-        "The printer on floor two is out of toner.",
-        "Acme confirmed the pricing plan v2 with seats.",
-    ])
+    for i, t in enumerate(
+        [
+            "The refund for order 42 timed out at the bank callback.",
+            "We also talked about the weather being rainy all week.",
+            "My cousin is visiting next month from Porto.",
+            "The bank says the refund callback is fixed now.",
+            "Acme wants the pricing plan v2 draft by Friday.",
+            "Lunch at the noodle place was great again.",
+            "The printer on floor two is out of toner.",
+            "Acme confirmed the pricing plan v2 with seats.",
+        ]
+    )
 ]
 
 
@@ -133,8 +157,9 @@ def test_focus_puts_the_matching_message_first_and_a_narrowed_fragment_shows_it(
     top = memory.search("refund bank callback", k=3, namespace="u1")[0]
     assert top.kind == "fragment" and sorted(top.focus) == sorted(top.source_ids)
     assert top.focus[0] in {"m0", "m3"}
-    narrowed = memory.fit_to_budget([top], count_tokens(top.text) - 1,
-                                    config=memory.config.with_(context={"breadth_messages": 1}))
+    narrowed = memory.fit_to_budget(
+        [top], count_tokens(top.text) - 1, config=memory.config.with_(context={"breadth_messages": 1})
+    )
     assert narrowed and top.focus[0] in narrowed[0].source_ids
     assert len(narrowed[0].source_ids) < len(top.source_ids)
 
@@ -147,11 +172,15 @@ def test_bad_budget_is_refused(memory, bad):
 
 def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
     mem = MnemisMemory(embedder=HashingEmbedder())
-    mem.add_messages([
-        {"id": "q", "speaker": "Tim", "text": "John, which books have you been reading lately?"},
-        {"id": "a", "speaker": "John", "text": "Mostly Dune, and a book on habits."},
-        {"id": "r", "speaker": "Tim", "text": "Books are great, I love reading books about books."},
-    ], namespace="u1")
+    mem.add_messages(
+        [
+            {"id": "q", "speaker": "Tim", "text": "John, which books have you been reading lately?"},
+            {"id": "a", "speaker": "John", "text": "Mostly Dune, and a book on habits."},
+            {"id": "r", "speaker": "Tim", "text": "Books are great, I love reading books about books."},
+        ],
+        namespace="u1",
+    )
+
     def fragment(query):
         return next(h for h in mem.search(query, k=3, namespace="u1") if h.kind == "fragment")
 

@@ -28,9 +28,27 @@ _TOPICS = [
     ("Lena", ["garden shed", "roof tiles", "paint colour", "fence posts"]),
     ("Bruno", ["marathon training", "tempo run", "knee physio", "race bib"]),
 ]
-_GUESTS = ["Mira", "Zoltan", "Priya", "Kenji", "Olu", "Ines", "Tomasz", "Yara", "Dev", "Sione", "Aiko", "Rafa"]
-_CUES = ["we switched to {x} instead", "{x} is cancelled, moved to {y}", "final decision: {x} replaces {y}",
-         "the {x} got postponed", "update: {x} no longer needed"]
+_GUESTS = [
+    "Mira",
+    "Zoltan",
+    "Priya",
+    "Kenji",
+    "Olu",
+    "Ines",
+    "Tomasz",
+    "Yara",
+    "Dev",
+    "Sione",
+    "Aiko",
+    "Rafa",
+]
+_CUES = [
+    "we switched to {x} instead",
+    "{x} is cancelled, moved to {y}",
+    "final decision: {x} replaces {y}",
+    "the {x} got postponed",
+    "update: {x} no longer needed",
+]
 
 
 def chat(n: int, seed: int = 7) -> list[dict]:
@@ -47,14 +65,22 @@ def chat(n: int, seed: int = 7) -> list[dict]:
         if rnd.random() < 0.4:
             text += f" {rnd.choice(_GUESTS)} and {rnd.choice(_GUESTS)} joined the call."
         t += timedelta(minutes=rnd.choice([1, 2, 3, 90, 600]))
-        out.append({"id": f"m{i}", "speaker": rnd.choice(["ann", "bob", "Carla"]), "text": text, "timestamp": t})
+        out.append(
+            {"id": f"m{i}", "speaker": rnd.choice(["ann", "bob", "Carla"]), "text": text, "timestamp": t}
+        )
     return out
 
 
 def canonical(g) -> tuple:
     nodes = sorted(
-        (n.id, n.kind.value, n.label, n.status.value, (g.parent(n.id).id if g.parent(n.id) else None),
-         tuple(sorted(n.source_ids)))
+        (
+            n.id,
+            n.kind.value,
+            n.label,
+            n.status.value,
+            (g.parent(n.id).id if g.parent(n.id) else None),
+            tuple(sorted(n.source_ids)),
+        )
         for n in g.nodes()
     )
     return nodes, sorted((e.src, e.dst, e.kind.value, e.label) for e in g.edges())
@@ -80,11 +106,18 @@ def test_nearest_with_a_filter_and_a_floor_equals_brute_force():
     idx.upsert(keys, x)
     for q in _unit(rng.normal(size=(5, 16))):
         sims = x @ q
-        for n, keep, floor in [(7, None, None), (10, lambda k: int(k[1:]) % 9 == 0, None),
-                               (500, lambda k: int(k[1:]) % 2 == 1, 0.1), (3, lambda k: False, None)]:
+        for n, keep, floor in [
+            (7, None, None),
+            (10, lambda k: int(k[1:]) % 9 == 0, None),
+            (500, lambda k: int(k[1:]) % 2 == 1, 0.1),
+            (3, lambda k: False, None),
+        ]:
             got = idx.nearest(q, n, keep, min_score=floor)
-            ranked = [keys[i] for i in np.argsort(-sims, kind="stable")
-                      if (keep is None or keep(keys[i])) and (floor is None or sims[i] >= floor)]
+            ranked = [
+                keys[i]
+                for i in np.argsort(-sims, kind="stable")
+                if (keep is None or keep(keys[i])) and (floor is None or sims[i] >= floor)
+            ]
             assert [k for k, _ in got] == ranked[:n]
             assert np.allclose([s for _, s in got], [sims[int(k[1:])] for k, _ in got], atol=1e-5)
 
@@ -124,7 +157,11 @@ def test_upsert_of_present_keys_rewrites_them_in_place():
     idx.upsert(keys, a)
     idx.remove(keys[:5])
     idx.upsert(keys[::2] + ["k1", "k1"], np.concatenate([b[::2], a[:1], b[1:2]]))  # k1 twice: the last wins
-    expect = {k: (b[i] if i % 2 == 0 or i == 1 else a[i]) for i, k in enumerate(keys) if i % 2 == 0 or i == 1 or i >= 5}
+    expect = {
+        k: (b[i] if i % 2 == 0 or i == 1 else a[i])
+        for i, k in enumerate(keys)
+        if i % 2 == 0 or i == 1 or i >= 5
+    }
     assert sorted(idx.keys()) == sorted(expect)
     assert np.allclose(idx.get_many(list(expect)), np.stack(list(expect.values())))
     q = _unit(rng.normal(size=(1, 8)))[0]
@@ -159,7 +196,9 @@ def test_removed_keys_stay_out_of_every_search_before_and_after_compaction(monke
     idx.partition(lambda k: "s" if k[0] == "s" else None)
     idx.ann_min = 1
     compactions = []
-    monkeypatch.setattr(VectorIndex, "_compact", lambda self, real=VectorIndex._compact: (compactions.append(1), real(self)))
+    monkeypatch.setattr(
+        VectorIndex, "_compact", lambda self, real=VectorIndex._compact: (compactions.append(1), real(self))
+    )
     for step in range(12):
         gone = list(live)[step::13][:9]
         idx.remove(gone + gone[:1])  # a key given twice is removed once
@@ -171,12 +210,15 @@ def test_removed_keys_stay_out_of_every_search_before_and_after_compaction(monke
         q = _unit(rng.normal(size=(1, 8)))[0]
         ref = VectorIndex.from_arrays(8, list(live), np.stack(list(live.values())))
         assert list(idx.search(q, 15)) == list(ref.search(q, 15))
-        assert [k for k, _ in idx.nearest(q, 10, keep=lambda k: k[0] != "s")] == \
-            [k for k, _ in ref.nearest(q, 10, keep=lambda k: k[0] != "s")]
+        assert [k for k, _ in idx.nearest(q, 10, keep=lambda k: k[0] != "s")] == [
+            k for k, _ in ref.nearest(q, 10, keep=lambda k: k[0] != "s")
+        ]
         group = sorted((k for k in live if k[0] == "s"), key=lambda k: -float(live[k] @ q))[:5]
         assert [k for k, _ in idx.nearest(q, 5, group="s")] == group
         assert set(idx.top(q, 50)) <= set(live)
-        assert len(idx) == len(live) and np.allclose(idx.mean(), np.stack(list(live.values())).mean(axis=0), atol=1e-5)
+        assert len(idx) == len(live) and np.allclose(
+            idx.mean(), np.stack(list(live.values())).mean(axis=0), atol=1e-5
+        )
     assert compactions  # more than the tolerated tombstones accumulated at least once
 
 
@@ -197,7 +239,9 @@ def _assert_index_matches_graph(st):
     idx = st.build_index()
     frags = g.nodes(NodeKind.FRAGMENT)
     open_ = [f for f in frags if f.status == Status.ACTIVE and "overview_of" not in f.properties]
-    latest = max(open_, key=lambda f: (f.event_time is None, f.event_time.timestamp() if f.event_time else 0, f.id))
+    latest = max(
+        open_, key=lambda f: (f.event_time is None, f.event_time.timestamp() if f.event_time else 0, f.id)
+    )
     assert idx.open_tail(st).id == latest.id
     assert idx.fragment_count(st) == len(frags)
     assert idx.active_count(st) == sum(f.status == Status.ACTIVE for f in frags)
@@ -212,7 +256,9 @@ def _assert_index_matches_graph(st):
     for parent in g.nodes(NodeKind.SUBTOPIC) + g.nodes(NodeKind.CONCEPT):
         assert idx.child_count(st, parent.id) == len(g.children(parent.id))
     for kind, cap in idx.capacity.items():  # placement searches exactly the parents not full
-        open_parents = {n.id for n in g.nodes(kind) if n.id in st.node_vectors and len(g.children(n.id)) < cap}
+        open_parents = {
+            n.id for n in g.nodes(kind) if n.id in st.node_vectors and len(g.children(n.id)) < cap
+        }
         grouped = st.node_vectors.nearest(np.ones(st.dim, np.float32), 10**6, group=kind.value)
         assert {k for k, _ in grouped} == open_parents
 

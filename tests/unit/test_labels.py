@@ -12,17 +12,29 @@ from mnemis_integrations.core.model import NodeKind
 from mnemis_integrations.core.text import jieba_tagger, keyword_terms
 
 T0 = datetime(2026, 8, 4, 9, 0, tzinfo=timezone.utc)
-ZH = ["厨房打通做开放式，再加一个岛台", "那不铺实木了，改成SPC石塑地板，耐刮防水", "佳居第二版报价发来了：总价24.9万，工期70天",
-      "拆墙的时候发现厨房那面墙里有燃气管", "家电实际花了6.5万，旧沙发也留着", "地板我想全屋铺实木的，脚感好"]
-EN = ["Confirmed: Dana approved the 12-min talk at EcoSoil", "Booked the Lisbon flights, train up to Porto",
-      "Committee meeting moved to Oct 14, 10am", "The incubator was recalibrated, holding 25.0"]
+ZH = [
+    "厨房打通做开放式，再加一个岛台",
+    "那不铺实木了，改成SPC石塑地板，耐刮防水",
+    "佳居第二版报价发来了：总价24.9万，工期70天",
+    "拆墙的时候发现厨房那面墙里有燃气管",
+    "家电实际花了6.5万，旧沙发也留着",
+    "地板我想全屋铺实木的，脚感好",
+]
+EN = [
+    "Confirmed: Dana approved the 12-min talk at EcoSoil",
+    "Booked the Lisbon flights, train up to Porto",
+    "Committee meeting moved to Oct 14, 10am",
+    "The incubator was recalibrated, holding 25.0",
+]
 
 
 def _labels(texts: list[str]) -> list[str]:
     mem = MnemisMemory(embedder=HashingEmbedder())
     for i, t in enumerate(texts):
-        mem.add_messages([{"id": f"m{i}", "speaker": "ana", "text": t, "timestamp": T0 + timedelta(hours=6 * i)}],
-                         namespace="u")
+        mem.add_messages(
+            [{"id": f"m{i}", "speaker": "ana", "text": t, "timestamp": T0 + timedelta(hours=6 * i)}],
+            namespace="u",
+        )
     g = mem.graph("u")
     return [n.label for n in g.nodes(NodeKind.SUBTOPIC) + g.nodes(NodeKind.CONCEPT)]
 
@@ -36,10 +48,15 @@ def test_chinese_labels_are_whole_words():
 def test_english_labels_carry_no_numbers_past_forms_or_chat_verbs():
     parts = [p.strip().lower() for label in _labels(EN) for p in label.split("&")]
     assert parts
-    assert not [p for p in parts if any(c.isdigit() for c in p) or p.endswith("ed") or p in {"approves", "attached"}]
+    assert not [
+        p for p in parts if any(c.isdigit() for c in p) or p.endswith("ed") or p in {"approves", "attached"}
+    ]
 
 
 def test_topic_words_rank_nouns_first():
     assert keyword_terms("Dana approved the 12-min talk") == ["dana", "talk"]
-    assert topic_words(["the kitchen tiles arrived, kitchen grout is grey, 40 boxes"], Counter(), 10, 2)[0] == "kitchen"
+    assert (
+        topic_words(["the kitchen tiles arrived, kitchen grout is grey, 40 boxes"], Counter(), 10, 2)[0]
+        == "kitchen"
+    )
     assert "arrived" not in topic_words(["the kitchen tiles arrived"], Counter(), 10, 4)

@@ -6,8 +6,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mnemis_integrations"
-ABOVE_CORE = ("mnemis_integrations.langchain", "mnemis_integrations.llama_index", "mnemis_integrations.evaluation",
-              "mnemis_integrations.cli")
+ABOVE_CORE = (
+    "mnemis_integrations.langchain",
+    "mnemis_integrations.llama_index",
+    "mnemis_integrations.evaluation",
+    "mnemis_integrations.cli",
+)
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "llama_index", "matplotlib")
 # The one exception: the wrapper for a LlamaIndex LLM the caller passed in builds LlamaIndex's own
 # ChatMessage, imported inside the call (so only where the caller's LLM brought LlamaIndex along).
@@ -38,7 +42,11 @@ def test_the_core_imports_no_framework_and_nothing_above_it():
     offenders = {
         str(path.relative_to(PACKAGE)): bad
         for path in sorted((PACKAGE / "core").rglob("*.py"))
-        if (bad := sorted({n for n in _imports(path) if n.split(".")[0] in FRAMEWORKS or n.startswith(ABOVE_CORE)}))
+        if (
+            bad := sorted(
+                {n for n in _imports(path) if n.split(".")[0] in FRAMEWORKS or n.startswith(ABOVE_CORE)}
+            )
+        )
     }
     assert offenders == ALLOWED
 

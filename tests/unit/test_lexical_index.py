@@ -11,8 +11,29 @@ import pytest
 from mnemis_integrations.core.indexes.lexical import LexicalIndex
 from mnemis_integrations.core.text import lexical_terms
 
-WORDS = ["refund", "bank", "callback", "timeout", "lunch", "noodles", "Acme", "pricing", "plan", "quote",
-         "confirmed", "server", "budget", "退款", "银行", "回调", "价格", "方案", "the", "a", "of"]
+WORDS = [
+    "refund",
+    "bank",
+    "callback",
+    "timeout",
+    "lunch",
+    "noodles",
+    "Acme",
+    "pricing",
+    "plan",
+    "quote",
+    "confirmed",
+    "server",
+    "budget",
+    "退款",
+    "银行",
+    "回调",
+    "价格",
+    "方案",
+    "the",
+    "a",
+    "of",
+]
 
 
 def _reference(keys, texts, query):
@@ -29,11 +50,13 @@ def _reference(keys, texts, query):
 @pytest.mark.parametrize("seed", range(5))
 def test_scores_equal_bm25s_after_adds_and_removals(seed):
     rng = random.Random(seed)
-    texts = {f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) or "?" for i in range(60)}
+    texts = {
+        f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12))) or "?" for i in range(60)
+    }
     idx = LexicalIndex()
     keys = list(texts)
     for start in range(0, 60, 7):  # several small batches, as an agent adds turns
-        idx.add(keys[start:start + 7], [texts[k] for k in keys[start:start + 7]])
+        idx.add(keys[start : start + 7], [texts[k] for k in keys[start : start + 7]])
     gone = rng.sample(keys, 15)
     idx.remove(gone)
     kept = [k for k in keys if k not in gone]

@@ -45,11 +45,20 @@ def good_answer(step: str, ctx: dict) -> dict:
     """A correct answer for the conversation in ``fakes.CONVERSATION``."""
     if step == "segment":
         opens = ("My beagle", "I am planning", "I drink")
-        return {"new_topic_at": [m["i"] for m in ctx["messages"] if m["i"] == 0 or m["text"].startswith(opens)]}
+        return {
+            "new_topic_at": [m["i"] for m in ctx["messages"] if m["i"] == 0 or m["text"].startswith(opens)]
+        }
     if step == "summarise":
-        return {"summaries": [{"f": f["f"], "summary": f["lines"][0].split(": ", 1)[1],
-                               "keywords": f["lines"][0].split(": ", 1)[1].lower().split()[:3]}
-                              for f in ctx["fragments"]]}
+        return {
+            "summaries": [
+                {
+                    "f": f["f"],
+                    "summary": f["lines"][0].split(": ", 1)[1],
+                    "keywords": f["lines"][0].split(": ", 1)[1].lower().split()[:3],
+                }
+                for f in ctx["fragments"]
+            ]
+        }
     if step == "abstract":
         out = []
         for f in ctx["fragments"]:
@@ -125,10 +134,14 @@ def test_valid_answers_build_the_models_hierarchy_with_one_call_per_step():
     router = Router()
     mem, builder, model = build(router)
     assert tree(mem) == [
-        (0, "concept", "Orders"), (1, "subtopic", "Refund delays"),
-        (0, "concept", "Pets"), (1, "subtopic", "Rex's vet visits"),
-        (0, "concept", "Travel"), (1, "subtopic", "Lisbon trip"),
-        (0, "concept", "Preferences"), (1, "subtopic", "Morning drinks"),
+        (0, "concept", "Orders"),
+        (1, "subtopic", "Refund delays"),
+        (0, "concept", "Pets"),
+        (1, "subtopic", "Rex's vet visits"),
+        (0, "concept", "Travel"),
+        (1, "subtopic", "Lisbon trip"),
+        (0, "concept", "Preferences"),
+        (1, "subtopic", "Morning drinks"),
     ]
     g = mem.graph("u1")
     frag = g.get("f:m04")
@@ -139,7 +152,11 @@ def test_valid_answers_build_the_models_hierarchy_with_one_call_per_step():
     assert [(g.get(e.src).label, g.get(e.dst).label) for e in rel] == [("Rex", "Elm Street")]
     usage = builder.last_usage.to_dict()
     assert {s: usage["steps"][s]["calls"] for s in usage["steps"]} == {
-        "segment": 1, "summarise": 1, "abstract": 1, "entities": 1}  # no update candidates: no call
+        "segment": 1,
+        "summarise": 1,
+        "abstract": 1,
+        "entities": 1,
+    }  # no update candidates: no call
     assert all(s["fallbacks"] == 0 and s["retries"] == 0 for s in usage["steps"].values())
     assert usage["prompt_tokens"] > 500 and usage["completion_tokens"] > 50
     assert model.calls == 4
@@ -148,10 +165,16 @@ def test_valid_answers_build_the_models_hierarchy_with_one_call_per_step():
 
 
 def test_summary_that_drops_a_number_is_repaired_not_retried():
-    router = Router(summarise=[{"summaries": [
-        {"f": 0, "summary": "The user's refund has not arrived", "keywords": ["Refund"]},
-        *[{"f": f, "summary": "something", "keywords": ["x"]} for f in (1, 2, 3)],
-    ]}])
+    router = Router(
+        summarise=[
+            {
+                "summaries": [
+                    {"f": 0, "summary": "The user's refund has not arrived", "keywords": ["Refund"]},
+                    *[{"f": f, "summary": "something", "keywords": ["x"]} for f in (1, 2, 3)],
+                ]
+            }
+        ]
+    )
     mem, builder, _ = build(router)
     assert mem.graph("u1").get("f:m01").summary == "The user's refund has not arrived (1234)"
     st = builder.last_usage.steps["summarise"]
@@ -180,11 +203,20 @@ def test_truncated_answer_is_closed_and_validated():
 
 
 def test_ungrounded_and_sentence_sized_entities_are_dropped():
-    router = Router(entities=[{"entities": [
-        {"name": "Rex", "fragments": [1]},
-        {"name": "Paris", "fragments": [2]},  # not in the text
-        {"name": "the user wants a vet appointment soon", "fragments": [1]},  # a sentence, not a name
-    ]}])
+    router = Router(
+        entities=[
+            {
+                "entities": [
+                    {"name": "Rex", "fragments": [1]},
+                    {"name": "Paris", "fragments": [2]},  # not in the text
+                    {
+                        "name": "the user wants a vet appointment soon",
+                        "fragments": [1],
+                    },  # a sentence, not a name
+                ]
+            }
+        ]
+    )
     mem, _, _ = build(router)
     labels = {n.label for n in mem.graph("u1").nodes(NodeKind.ENTITY)}
     assert "Rex" in labels and "Paris" not in labels and not any(len(lb.split()) > 5 for lb in labels)
@@ -224,12 +256,16 @@ def offline_graph(messages=CONVERSATION):
 
 def _shape(mem):
     g = mem.graph("u1")
-    nodes = sorted((n.id, n.kind.value, n.label, n.summary, tuple(n.source_ids), n.status.value) for n in g.nodes())
+    nodes = sorted(
+        (n.id, n.kind.value, n.label, n.summary, tuple(n.source_ids), n.status.value) for n in g.nodes()
+    )
     edges = sorted((e.src, e.dst, e.kind.value, e.label) for e in g.edges())
     return nodes, edges
 
 
-@pytest.mark.parametrize("garbage", ["I'm sorry, I can't do that.", '{"foo": 1}', "", '{"new_topic_at": "all"}'])
+@pytest.mark.parametrize(
+    "garbage", ["I'm sorry, I can't do that.", '{"foo": 1}', "", '{"new_topic_at": "all"}']
+)
 def test_a_model_that_never_answers_validly_falls_back_to_the_offline_graph(garbage):
     router = Router(**{s: [garbage] * 50 for s in STEPS})
     mem, builder, _model = build(router, LLMBuildConfig(max_retries=1, max_concurrency=1))
@@ -261,6 +297,7 @@ def test_a_model_that_cannot_answer_at_all_is_reported_by_one_warning(caplog):
     """Before: a wrong API key gave "10 added" and an offline graph, with nothing said; the
     failure showed only in ``builder.last_usage``. After: one WARNING per ingest names the steps
     that fell back and the last error."""
+
     def refused(messages):
         raise AuthenticationError("Incorrect API key provided: sk-wrong")
 
@@ -300,7 +337,8 @@ def test_only_the_chosen_steps_call_the_model():
     assert router.calls == {"summarise": 1} and model.calls == 1
     offline = offline_graph()
     assert [n.id for n in mem.graph("u1").nodes(NodeKind.FRAGMENT)] == [
-        n.id for n in offline.graph("u1").nodes(NodeKind.FRAGMENT)]
+        n.id for n in offline.graph("u1").nodes(NodeKind.FRAGMENT)
+    ]
     assert mem.graph("u1").get("f:m01").summary == "My refund for order 1234 has not arrived yet."
 
 
@@ -320,17 +358,41 @@ def test_unknown_step_names_every_valid_step():
 
 
 PLAN = [
-    {"id": "p1", "speaker": "ana", "text": "We go with Plan A for the Atlas launch.", "timestamp": "2025-03-01T10:00:00"},
-    {"id": "p2", "speaker": "ben", "text": "Plan A means launching Atlas in April.", "timestamp": "2025-03-01T10:01:00"},
-    {"id": "p3", "speaker": "ana", "text": "Atlas launch: Plan A is paused, Plan B now.", "timestamp": "2025-03-09T10:00:00"},
-    {"id": "p4", "speaker": "ben", "text": "Plan B moves the Atlas launch to June.", "timestamp": "2025-03-09T10:01:00"},
+    {
+        "id": "p1",
+        "speaker": "ana",
+        "text": "We go with Plan A for the Atlas launch.",
+        "timestamp": "2025-03-01T10:00:00",
+    },
+    {
+        "id": "p2",
+        "speaker": "ben",
+        "text": "Plan A means launching Atlas in April.",
+        "timestamp": "2025-03-01T10:01:00",
+    },
+    {
+        "id": "p3",
+        "speaker": "ana",
+        "text": "Atlas launch: Plan A is paused, Plan B now.",
+        "timestamp": "2025-03-09T10:00:00",
+    },
+    {
+        "id": "p4",
+        "speaker": "ben",
+        "text": "Plan B moves the Atlas launch to June.",
+        "timestamp": "2025-03-09T10:01:00",
+    },
 ]
 
 
-@pytest.mark.parametrize("verdict,kind", [("updates", EdgeKind.UPDATES), ("contradicts", EdgeKind.CONTRADICTS)])
+@pytest.mark.parametrize(
+    "verdict,kind", [("updates", EdgeKind.UPDATES), ("contradicts", EdgeKind.CONTRADICTS)]
+)
 def test_update_judgement_links_new_to_old(verdict, kind):
-    router = Router(segment=[{"new_topic_at": [0, 2]}], updates=[{"judgements": [
-        {"new": 1, "earlier": 0, "verdict": verdict}]}])
+    router = Router(
+        segment=[{"new_topic_at": [0, 2]}],
+        updates=[{"judgements": [{"new": 1, "earlier": 0, "verdict": verdict}]}],
+    )
     mem, _builder, _ = build(router, messages=PLAN)
     g = mem.graph("u1")
     assert [(e.src, e.dst) for e in g.edges(kind)] == [("f:p3", "f:p1")]
@@ -378,10 +440,14 @@ def test_review_hook_sees_and_can_rename_model_placements():
 
     def review(p):
         seen.append((p.level, p.label))
-        return p if p.label != "Travel" else type(p)(p.child_id, p.level, p.parent_id, p.similarity, "Holidays")
+        return (
+            p if p.label != "Travel" else type(p)(p.child_id, p.level, p.parent_id, p.similarity, "Holidays")
+        )
 
     emb = HashingEmbedder()
-    builder = LLMBuilder(fake(Router()), config=LLMBuildConfig(max_concurrency=1), embedder=emb, review=review)
+    builder = LLMBuilder(
+        fake(Router()), config=LLMBuildConfig(max_concurrency=1), embedder=emb, review=review
+    )
     mem = MnemisMemory(embedder=emb, builder=builder)
     mem.add_messages(CONVERSATION, namespace="u1")
     assert ("subtopic", "Lisbon trip") in seen and ("concept", "Travel") in seen
@@ -417,7 +483,9 @@ def test_llama_index_llm_is_accepted():
                 def __init__(self, m):
                     self.text = m.content
 
-            return ChatResponse(message=ChatMessage(role="assistant", content=router([M(m) for m in messages])))
+            return ChatResponse(
+                message=ChatMessage(role="assistant", content=router([M(m) for m in messages]))
+            )
 
         def complete(self, prompt, formatted=False, **kwargs) -> CompletionResponse:
             raise AssertionError("the builder uses chat")
@@ -427,7 +495,9 @@ def test_llama_index_llm_is_accepted():
 
     llm = ScriptedLlama()
     emb = HashingEmbedder()
-    mem = MnemisMemory(embedder=emb, builder=LLMBuilder(llm, config=LLMBuildConfig(max_concurrency=1), embedder=emb))
+    mem = MnemisMemory(
+        embedder=emb, builder=LLMBuilder(llm, config=LLMBuildConfig(max_concurrency=1), embedder=emb)
+    )
     mem.add_messages(CONVERSATION, namespace="u1")
     assert llm.calls == 4 and (0, "concept", "Pets") in tree(mem)
 
@@ -455,10 +525,14 @@ def test_schema_request_sends_each_steps_json_schema_and_answers_are_still_valid
     builder = LLMBuilder(model, config=_SEQUENTIAL, embedder=emb, schema_request=openai_json_schema)
     MnemisMemory(embedder=emb, builder=builder).add_messages(CONVERSATION, namespace="u1")
     sent = [kw["response_format"]["json_schema"] for kw in model.call_kwargs]
-    expected = {s.__name__: s.model_json_schema() for s in
-                (P.SegmentAnswer, P.SummariseAnswer, P.AbstractAnswer, P.EntitiesAnswer, P.UpdatesAnswer)}
+    expected = {
+        s.__name__: s.model_json_schema()
+        for s in (P.SegmentAnswer, P.SummariseAnswer, P.AbstractAnswer, P.EntitiesAnswer, P.UpdatesAnswer)
+    }
     assert len(sent) == model.calls
-    assert {"SegmentAnswer", "SummariseAnswer", "AbstractAnswer", "EntitiesAnswer"} <= {js["name"] for js in sent}
+    assert {"SegmentAnswer", "SummariseAnswer", "AbstractAnswer", "EntitiesAnswer"} <= {
+        js["name"] for js in sent
+    }
     for js in sent:
         assert js["schema"] == expected[js["name"]]
     assert [js["name"] for js in sent].count("SummariseAnswer") == 2  # the out-of-range answer was retried
@@ -469,7 +543,8 @@ def test_without_schema_request_no_provider_arguments_are_added():
     model = KwargsRecordingModel(messages=iter([Router()] * 100), call_kwargs=[])
     emb = HashingEmbedder()
     MnemisMemory(embedder=emb, builder=LLMBuilder(model, config=_SEQUENTIAL, embedder=emb)).add_messages(
-        CONVERSATION, namespace="u1")
+        CONVERSATION, namespace="u1"
+    )
     assert model.calls >= 4 and all("response_format" not in kw for kw in model.call_kwargs)
 
 

@@ -9,7 +9,9 @@ from mnemis_integrations.cli import main
 
 def _db(tmp_path):
     src = tmp_path / "w.json"
-    src.write_text(json.dumps([dict(m, timestamp=m["timestamp"].isoformat()) for m in WEEKS]), encoding="utf-8")
+    src.write_text(
+        json.dumps([dict(m, timestamp=m["timestamp"].isoformat()) for m in WEEKS]), encoding="utf-8"
+    )
     db = str(tmp_path / "m.db")
     assert main(["ingest", "--db", db, "--embedder", "hashing", "-n", "u1", "--quiet", str(src)]) == 0
     return db

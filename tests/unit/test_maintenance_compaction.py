@@ -27,8 +27,11 @@ def mem():
 
 
 def _live(g):
-    return {n.id for n in g.nodes() if n.kind in (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
-            and n.status != Status.ARCHIVED}
+    return {
+        n.id
+        for n in g.nodes()
+        if n.kind in (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT) and n.status != Status.ARCHIVED
+    }
 
 
 def test_compaction_archives_old_fragments_and_keeps_every_message_reachable(mem):
@@ -75,7 +78,9 @@ def test_uncompact_restores_the_graph_exactly(mem):
     restored = mem.uncompact(namespace="u1")
     assert restored
     data1 = mem.graph("u1").to_data()
-    key = lambda d: sorted((n["id"], n["status"], tuple(n["source_ids"]), n["properties"].get("archived_in")) for n in d["nodes"])
+    key = lambda d: sorted(
+        (n["id"], n["status"], tuple(n["source_ids"]), n["properties"].get("archived_in")) for n in d["nodes"]
+    )
     assert key(data1) == key(data0)
     edges = lambda d: sorted((e["src"], e["dst"], e["kind"], e["label"]) for e in d["edges"])
     assert edges(data1) == edges(data0)
@@ -113,9 +118,13 @@ def test_superseded_and_current_fragments_never_share_an_overview():
     t = lambda d: datetime(2025, 3, d, tzinfo=timezone.utc)
     g.add_node(Node("s", NodeKind.SUBTOPIC, "S", "u"))
     for i, d in enumerate([1, 2, 3, 4]):
-        g.add_node(Node(f"f{i}", NodeKind.FRAGMENT, "F", "u", source_ids=[f"m{i}"], created_at=t(d), event_time=t(d)))
+        g.add_node(
+            Node(f"f{i}", NodeKind.FRAGMENT, "F", "u", source_ids=[f"m{i}"], created_at=t(d), event_time=t(d))
+        )
         g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
-    g.add_node(Node("new", NodeKind.FRAGMENT, "N", "u", source_ids=["m9"], created_at=t(25), event_time=t(25)))
+    g.add_node(
+        Node("new", NodeKind.FRAGMENT, "N", "u", source_ids=["m9"], created_at=t(25), event_time=t(25))
+    )
     g.add_edge(Edge("new", "s", EdgeKind.BELONGS_TO))
     from mnemis_integrations.core.maintenance.supersede import supersede
 
@@ -144,9 +153,13 @@ def test_new_messages_never_extend_an_overview_and_uncompact_keeps_them(mem):
     from _over_time import msg
 
     mem.compact(before=LAST + timedelta(days=1), namespace="u1")
-    mem.add_messages([msg(14, "Noodle lunch moved to the ramen bar.", "bob", days=34, minutes=2)], namespace="u1")
+    mem.add_messages(
+        [msg(14, "Noodle lunch moved to the ramen bar.", "bob", days=34, minutes=2)], namespace="u1"
+    )
     g = mem.graph("u1")
-    holder = next(f for f in g.nodes(NodeKind.FRAGMENT) if "m14" in f.source_ids and f.status != Status.ARCHIVED)
+    holder = next(
+        f for f in g.nodes(NodeKind.FRAGMENT) if "m14" in f.source_ids and f.status != Status.ARCHIVED
+    )
     assert not is_overview(holder)
     mem.uncompact(namespace="u1")
     g = mem.graph("u1")

@@ -42,10 +42,14 @@ def test_forget_leaves_no_trace_in_the_file_or_any_index(tmp_path):
         # in memory: messages, vectors, lexical index, graph text, search results
         st = mem._states["u1"]
         assert SECRET_ID not in st.messages and SECRET_ID not in st.msg_vectors
-        assert st.lexical.scores("zebra 7731 vault") == {} or SECRET_ID not in st.lexical.scores("zebra 7731 vault")
+        assert st.lexical.scores("zebra 7731 vault") == {} or SECRET_ID not in st.lexical.scores(
+            "zebra 7731 vault"
+        )
         assert "zebra" not in _texts_of_graph(mem, "u1") and SECRET_ID not in _texts_of_graph(mem, "u1")
-        assert all(SECRET not in h.text and SECRET_ID not in h.source_ids
-                   for h in mem.search("vault code zebra", k=20, namespace="u1", include_archived=True))
+        assert all(
+            SECRET not in h.text and SECRET_ID not in h.source_ids
+            for h in mem.search("vault code zebra", k=20, namespace="u1", include_archived=True)
+        )
         assert not any(n.label.lower().startswith("zebra") for n in mem.graph("u1").nodes())
         # on disk: neither the database nor its WAL holds the text or its id
         raw = _file_bytes(path)
@@ -80,8 +84,10 @@ def test_forget_a_whole_namespace_leaves_others(tmp_path):
     path = tmp_path / "m.db"
     with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
         mem.add_messages(WEEKS, namespace="u1")
-        mem.add_messages([{"id": "x1", "speaker": "cy", "text": "Keep this note about tulips.", "timestamp": None}],
-                         namespace="u2")
+        mem.add_messages(
+            [{"id": "x1", "speaker": "cy", "text": "Keep this note about tulips.", "timestamp": None}],
+            namespace="u2",
+        )
         rep = mem.forget(namespace="u1")
         assert rep.namespace_deleted and rep.forgotten == len(WEEKS)
         assert mem.namespaces() == ["u2"]
@@ -115,14 +121,12 @@ def test_split_forgotten_keeps_the_order_asked_once_each():
     assert gone == ["b", "a"] and missing == ["q"]
 
 
-
 def test_forgetting_one_message_keeps_overviews_and_review_edits(memory):
     """Before: forget rebuilt the namespace from the remaining messages, so compaction overviews
     (3 -> 0) and a concept renamed in review silently went. Now only what held the message changes."""
-    from mnemis_integrations.core.temporal import is_overview
-    from mnemis_integrations.core.model import NodeKind
-
     from mnemis_integrations.core.builder import review
+    from mnemis_integrations.core.model import NodeKind
+    from mnemis_integrations.core.temporal import is_overview
 
     memory.add_messages(WEEKS, namespace="u1")
     concept = memory.graph("u1").nodes(NodeKind.CONCEPT)[0]
@@ -134,7 +138,8 @@ def test_forgetting_one_message_keeps_overviews_and_review_edits(memory):
     memory.forget(["m1"], namespace="u1")
     g = memory.graph("u1")
     assert {n.id for n in g.nodes(NodeKind.FRAGMENT) if is_overview(n)} and len(
-        [n for n in g.nodes(NodeKind.FRAGMENT) if is_overview(n)]) == len(overviews)
+        [n for n in g.nodes(NodeKind.FRAGMENT) if is_overview(n)]
+    ) == len(overviews)
     assert [c.label for c in g.nodes(NodeKind.CONCEPT)].count("Curated name") == 1
     assert "m1" not in {m for n in g.nodes() for m in n.source_ids}
 
@@ -144,18 +149,22 @@ def test_forgetting_a_message_keeps_overviews_and_a_renamed_concept_once_reopene
     and reverted a concept renamed in review. Checked here through the file: a reopened memory
     still has every overview (each without the forgotten message) and the curated name."""
     from mnemis_integrations.core.builder import review
-    from mnemis_integrations.core.temporal import is_overview
     from mnemis_integrations.core.model import NodeKind
+    from mnemis_integrations.core.temporal import is_overview
 
     path, emb = tmp_path / "m.db", HashingEmbedder()
     with MnemisMemory(path, embedder=emb) as mem:
         mem.add_messages(WEEKS, namespace="u1")
-        concept = next(c for c in mem.graph("u1").nodes(NodeKind.CONCEPT) if "m11" not in _sources_under(mem, c.id))
+        concept = next(
+            c for c in mem.graph("u1").nodes(NodeKind.CONCEPT) if "m11" not in _sources_under(mem, c.id)
+        )
         doc = review.rename(review.export_hierarchy(mem.graph("u1")), concept.id, "Curated name")
         mem.apply(lambda g: review.apply_hierarchy(g, doc), namespace="u1")
         assert mem.compact(before=WEEKS[-3]["timestamp"], namespace="u1").overviews_created >= 2
         before = {n.id for n in mem.graph("u1").nodes(NodeKind.FRAGMENT) if is_overview(n)}
-        held_m1 = [n.id for n in mem.graph("u1").nodes(NodeKind.FRAGMENT) if is_overview(n) and "m1" in n.source_ids]
+        held_m1 = [
+            n.id for n in mem.graph("u1").nodes(NodeKind.FRAGMENT) if is_overview(n) and "m1" in n.source_ids
+        ]
         assert held_m1, "the test needs an overview that holds m1"
         mem.forget(["m1"], namespace="u1")
     with MnemisMemory(path, embedder=emb) as mem:

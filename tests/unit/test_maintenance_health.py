@@ -22,8 +22,17 @@ def _toy(days, vecs):
     table = {}
     for i, (d, v) in enumerate(zip(days, vecs)):
         fid = f"f{i}"
-        g.add_node(Node(fid, NodeKind.FRAGMENT, fid, "u", keywords=[f"k{i}"], created_at=T + timedelta(days=d),
-                        event_time=T + timedelta(days=d)))
+        g.add_node(
+            Node(
+                fid,
+                NodeKind.FRAGMENT,
+                fid,
+                "u",
+                keywords=[f"k{i}"],
+                created_at=T + timedelta(days=d),
+                event_time=T + timedelta(days=d),
+            )
+        )
         g.add_edge(Edge(fid, "s", EdgeKind.BELONGS_TO))
         table[fid] = np.asarray(v, np.float32) / np.linalg.norm(v)
     return g, lambda ids: np.stack([table[i] for i in ids]) if ids else np.zeros((0, 2), np.float32)
@@ -79,8 +88,15 @@ def test_healthy_graph_reports_ok():
 
 def test_engine_health_and_rebalance_on_a_sprawling_conversation():
     t0 = datetime(2025, 3, 3, 9, tzinfo=timezone.utc)
-    msgs = [{"id": f"m{i}", "speaker": "ann", "text": f"Refund for order {40 + i} timed out at the bank callback.",
-             "timestamp": t0 + timedelta(days=6 * i)} for i in range(8)]
+    msgs = [
+        {
+            "id": f"m{i}",
+            "speaker": "ann",
+            "text": f"Refund for order {40 + i} timed out at the bank callback.",
+            "timestamp": t0 + timedelta(days=6 * i),
+        }
+        for i in range(8)
+    ]
     mem = MnemisMemory(embedder=HashingEmbedder())
     mem.add_messages(msgs, namespace="u1")
     rep = mem.health("u1")

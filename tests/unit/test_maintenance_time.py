@@ -10,8 +10,8 @@ from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.decay import half_life_weight
 from mnemis_integrations.core.maintenance.supersede import supersede
-from mnemis_integrations.core.temporal import status_at, visible_successors
 from mnemis_integrations.core.model import Node, NodeKind, Status
+from mnemis_integrations.core.temporal import status_at, visible_successors
 
 T = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
@@ -19,7 +19,16 @@ T = datetime(2025, 3, 1, tzinfo=timezone.utc)
 def _chain():
     g = MemoryGraph("u")
     for i, d in zip("abc", (1, 5, 9)):
-        g.add_node(Node(i, NodeKind.FRAGMENT, i, "u", created_at=T + timedelta(days=d), event_time=T + timedelta(days=d)))
+        g.add_node(
+            Node(
+                i,
+                NodeKind.FRAGMENT,
+                i,
+                "u",
+                created_at=T + timedelta(days=d),
+                event_time=T + timedelta(days=d),
+            )
+        )
     supersede(g, old_id="a", new_id="b", when=T + timedelta(days=5))
     supersede(g, old_id="b", new_id="c", when=T + timedelta(days=9))
     return g
@@ -32,7 +41,9 @@ def test_superseded_node_is_kept_marked_and_linked_to_its_successor():
     assert [n.id for n in g.successors_of("a")] == ["b"]
 
 
-@pytest.mark.parametrize("day,expected", [(0, None), (3, Status.ACTIVE), (6, Status.SUPERSEDED), (20, Status.SUPERSEDED)])
+@pytest.mark.parametrize(
+    "day,expected", [(0, None), (3, Status.ACTIVE), (6, Status.SUPERSEDED), (20, Status.SUPERSEDED)]
+)
 def test_validity_interval_decides_status_at_a_moment(day, expected):
     g = _chain()
     assert status_at(g, g.get("a"), T + timedelta(days=day), False) == expected
@@ -65,8 +76,15 @@ def test_as_of_answers_from_what_was_known_then(memory):
     assert frags and all(h.time <= WEEKS[7]["timestamp"] for h in frags)
 
 
-@pytest.mark.parametrize("text", ["Renewal update: 15% needs two years", "v1.3 推迟到 9 月 25 号", "张萌拒了我们的offer",
-                                  "We switched to plan B instead"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Renewal update: 15% needs two years",
+        "v1.3 推迟到 9 月 25 号",
+        "张萌拒了我们的offer",
+        "We switched to plan B instead",
+    ],
+)
 def test_change_cues_are_recognised(text):
     assert has_change_cue(text)
 
@@ -98,14 +116,35 @@ def test_as_of_shows_no_text_said_after_it_even_in_a_fragment_that_grew_later():
 
     t0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
     mem = MnemisMemory(embedder=HashingEmbedder())
-    mem.add_messages([{"id": "a", "speaker": "ann", "text": "The venue for the offsite is the lake hotel.",
-                       "timestamp": t0}], namespace="u1")
-    mem.add_messages([{"id": "b", "speaker": "bob", "text": "Offsite venue: the lake hotel is booked for May.",
-                       "timestamp": t0 + timedelta(minutes=2)}], namespace="u1")
+    mem.add_messages(
+        [
+            {
+                "id": "a",
+                "speaker": "ann",
+                "text": "The venue for the offsite is the lake hotel.",
+                "timestamp": t0,
+            }
+        ],
+        namespace="u1",
+    )
+    mem.add_messages(
+        [
+            {
+                "id": "b",
+                "speaker": "bob",
+                "text": "Offsite venue: the lake hotel is booked for May.",
+                "timestamp": t0 + timedelta(minutes=2),
+            }
+        ],
+        namespace="u1",
+    )
     now = [h for h in mem.search("offsite venue", k=5, namespace="u1") if h.kind == "fragment"]
     assert now and set(now[0].source_ids) == {"a", "b"}  # one fragment: b continued a's topic
-    then = [h for h in mem.search("offsite venue", k=5, namespace="u1", as_of=t0 + timedelta(minutes=1))
-            if h.kind == "fragment"]
+    then = [
+        h
+        for h in mem.search("offsite venue", k=5, namespace="u1", as_of=t0 + timedelta(minutes=1))
+        if h.kind == "fragment"
+    ]
     assert then and then[0].node_id == now[0].node_id
     assert then[0].source_ids == ("a",) and "booked for May" not in then[0].text
     assert then[0].time == t0 < now[0].time
@@ -117,12 +156,21 @@ def test_as_of_subtopic_text_sums_up_only_fragments_complete_by_then():
 
     t0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
     mem = MnemisMemory(embedder=HashingEmbedder())
-    for i, text in enumerate(["Offsite venue: the lake hotel looks good for the offsite.",
-                              "Offsite venue update: the lake hotel offsite is moved to Zermatt."]):
-        mem.add_messages([{"id": f"m{i}", "speaker": "ann", "text": text, "timestamp": t0 + timedelta(days=3 * i)}],
-                         namespace="u1")
+    for i, text in enumerate(
+        [
+            "Offsite venue: the lake hotel looks good for the offsite.",
+            "Offsite venue update: the lake hotel offsite is moved to Zermatt.",
+        ]
+    ):
+        mem.add_messages(
+            [{"id": f"m{i}", "speaker": "ann", "text": text, "timestamp": t0 + timedelta(days=3 * i)}],
+            namespace="u1",
+        )
     now = [h for h in mem.search("offsite venue", k=10, namespace="u1") if h.kind == "subtopic"]
     assert now and any("zermatt" in h.text.lower() for h in now)  # the later fragment is summed up today
-    then = [h for h in mem.search("offsite venue", k=10, namespace="u1", as_of=t0 + timedelta(days=1))
-            if h.kind == "subtopic"]
+    then = [
+        h
+        for h in mem.search("offsite venue", k=10, namespace="u1", as_of=t0 + timedelta(days=1))
+        if h.kind == "subtopic"
+    ]
     assert then and all("zermatt" not in h.text.lower() for h in then)

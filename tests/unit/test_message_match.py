@@ -13,8 +13,12 @@ TEA = {"id": "tea", "speaker": "user", "text": "I drink green tea every morning.
 @pytest.fixture
 def mem():
     m = MnemisMemory(embedder=HashingEmbedder())
-    m.add_messages([TEA, {"id": "car", "speaker": "user", "text": "The car needs winter tyres."}], namespace="a")
-    m.add_messages([TEA, {"id": "oolong", "speaker": "user", "text": "Oolong tea is my favourite tea."}], namespace="b")
+    m.add_messages(
+        [TEA, {"id": "car", "speaker": "user", "text": "The car needs winter tyres."}], namespace="a"
+    )
+    m.add_messages(
+        [TEA, {"id": "oolong", "speaker": "user", "text": "Oolong tea is my favourite tea."}], namespace="b"
+    )
     m.add_messages([{"id": "tyres", "speaker": "user", "text": "Winter tyres for the van."}], namespace="c")
     return m
 
@@ -44,7 +48,10 @@ def test_bad_queries_and_namespaces_get_typed_errors(mem):
 def test_term_coverage_matches_a_plain_reference():
     query, messages = {"tea", "green", "user"}, [{"tea", "user"}, {"user"}, {"green", "tea", "user"}, set()]
     n = len(messages)
-    idf = {t: np.log(1 + (n - sum(t in m for m in messages) + 0.5) / (sum(t in m for m in messages) + 0.5)) for t in query}
+    idf = {
+        t: np.log(1 + (n - sum(t in m for m in messages) + 0.5) / (sum(t in m for m in messages) + 0.5))
+        for t in query
+    }
     reference = [sum(idf[t] for t in query & m) / sum(idf.values()) for m in messages]
     assert np.allclose(term_coverage(query, messages), reference)
 

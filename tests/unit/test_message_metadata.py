@@ -50,7 +50,9 @@ CONVERSATION = [
         ({f"k{i}": i for i in range(65)}, "the limit is 64"),
     ],
 )
-def test_metadata_that_is_not_a_flat_dict_of_scalars_is_refused_and_nothing_is_written(memory, metadata, reason):
+def test_metadata_that_is_not_a_flat_dict_of_scalars_is_refused_and_nothing_is_written(
+    memory, metadata, reason
+):
     memory.add_messages(CONVERSATION[:1], namespace="u1")
     batch = [msg(5, "A fine message."), _tagged(6, "A message with bad metadata.", metadata)]
     with pytest.raises(InvalidMessageError, match="metadata") as err:
@@ -60,7 +62,9 @@ def test_metadata_that_is_not_a_flat_dict_of_scalars_is_refused_and_nothing_is_w
 
 
 def test_numpy_numbers_are_stored_as_plain_numbers(memory):
-    memory.add_messages([_tagged(1, "Refund timed out.", {"n": np.int64(3), "x": np.float32(0.5)})], namespace="u1")
+    memory.add_messages(
+        [_tagged(1, "Refund timed out.", {"n": np.int64(3), "x": np.float32(0.5)})], namespace="u1"
+    )
     md = memory.messages("u1")[0].metadata
     assert md == {"n": 3, "x": 0.5} and type(md["n"]) is int and type(md["x"]) is float
 
@@ -95,7 +99,9 @@ def test_a_redelivery_with_other_metadata_is_a_conflict_and_the_same_metadata_is
 def test_hits_return_the_metadata_of_the_messages_they_show(backend):  # noqa: F811
     mem = backend.open()
     mem.add_messages(CONVERSATION, namespace="u1")
-    hit = next(h for h in mem.search("refund bank callback timeout", k=5, namespace="u1") if h.kind == "fragment")
+    hit = next(
+        h for h in mem.search("refund bank callback timeout", k=5, namespace="u1") if h.kind == "fragment"
+    )
     assert hit.source_ids == ("m1", "m2")
     assert hit.message_metadata == {"m1": EMAIL, "m2": CHAT}
     assert hit.metadata == {}  # m1 and m2 share no key with one value
@@ -110,8 +116,11 @@ def test_hits_return_the_metadata_of_the_messages_they_show(backend):  # noqa: F
 
 def test_forget_erases_a_message_with_its_metadata(backend):  # noqa: F811
     mem = backend.open()
-    mem.add_messages(CONVERSATION + [_tagged(4, "My passport number is X1234.", {"doc": "passport-X1234"},
-                                             days=4, minutes=1)], namespace="u1")
+    mem.add_messages(
+        CONVERSATION
+        + [_tagged(4, "My passport number is X1234.", {"doc": "passport-X1234"}, days=4, minutes=1)],
+        namespace="u1",
+    )
     mem.forget(["m4"], namespace="u1")
     after = backend.open()
     assert "m4" not in {m.id for m in after.messages("u1")}

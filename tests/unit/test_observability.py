@@ -13,7 +13,12 @@ from mnemis_integrations.core.embedders import HashingEmbedder
 
 TOPICS = ("refund for order {i} timed out", "hosting migration plan {i}", "noodle lunch on day {i}")
 MANY = [
-    {"id": f"m{i}", "speaker": "ann", "text": TOPICS[i % 3].format(i=i), "timestamp": T0 + timedelta(minutes=i)}
+    {
+        "id": f"m{i}",
+        "speaker": "ann",
+        "text": TOPICS[i % 3].format(i=i),
+        "timestamp": T0 + timedelta(minutes=i),
+    }
     for i in range(70)
 ]
 
@@ -82,8 +87,16 @@ def test_ingest_and_search_are_logged_at_debug_level(caplog):
     assert all(r.levelno == logging.DEBUG for r in caplog.records)
 
 
-@pytest.mark.parametrize("module", ["core.engine", "core.builder.llm_builder", "core.storage.sqlite",
-                                    "core.storage.falkordb", "langchain.middleware"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "core.engine",
+        "core.builder.llm_builder",
+        "core.storage.sqlite",
+        "core.storage.falkordb",
+        "langchain.middleware",
+    ],
+)
 def test_modules_that_do_notable_work_have_a_logger_named_after_them(module):
     import importlib
 

@@ -36,8 +36,17 @@ def _state() -> NamespaceState:
     msgs = [Message(m, "Ann", t, T0 + timedelta(days=i), seq=i) for i, (m, t) in enumerate(TEXTS.items())]
     g.add_node(Node("s1", NodeKind.SUBTOPIC, "office life", ns, summary="office life"))
     for i, m in enumerate(msgs, start=1):
-        g.add_node(Node(f"f{i}", NodeKind.FRAGMENT, m.text[:20], ns, summary=m.text, source_ids=[m.id],
-                        event_time=m.timestamp))
+        g.add_node(
+            Node(
+                f"f{i}",
+                NodeKind.FRAGMENT,
+                m.text[:20],
+                ns,
+                summary=m.text,
+                source_ids=[m.id],
+                event_time=m.timestamp,
+            )
+        )
         g.add_edge(Edge(f"f{i}", "s1", EdgeKind.BELONGS_TO))
     g.add_node(Node("e_acme", NodeKind.ENTITY, "Acme", ns))
     for f in ("f1", "f2"):
@@ -95,9 +104,13 @@ def test_grading_never_lifts_a_relation_score():
 
 # ------------------------------------------------------------------ scores that explain the order
 
+
 def test_a_weak_successor_placed_first_does_not_flatten_the_scores_below_it():
     st = _state()
-    old, new = st.graph.get("f1"), st.graph.get("f4")  # f4 (tea) "replaces" f1 (pricing): unrelated to the query
+    old, new = (
+        st.graph.get("f1"),
+        st.graph.get("f4"),
+    )  # f4 (tea) "replaces" f1 (pricing): unrelated to the query
     st.graph.add_edge(Edge("f4", "f1", EdgeKind.UPDATES))
     old.status = Status.SUPERSEDED
     old.valid_until = new.event_time

@@ -19,15 +19,28 @@ def toy() -> MemoryGraph:
     """Two concepts, three subtopics, five fragments."""
     g = MemoryGraph("u1")
     for nid, kind, label in [
-        ("c1", NodeKind.CONCEPT, "Payments"), ("c2", NodeKind.CONCEPT, "Pets"),
-        ("s1", NodeKind.SUBTOPIC, "refunds"), ("s2", NodeKind.SUBTOPIC, "refund & bank"),
+        ("c1", NodeKind.CONCEPT, "Payments"),
+        ("c2", NodeKind.CONCEPT, "Pets"),
+        ("s1", NodeKind.SUBTOPIC, "refunds"),
+        ("s2", NodeKind.SUBTOPIC, "refund & bank"),
         ("s3", NodeKind.SUBTOPIC, "vet"),
-        ("f1", NodeKind.FRAGMENT, "f1"), ("f2", NodeKind.FRAGMENT, "f2"), ("f3", NodeKind.FRAGMENT, "f3"),
-        ("f4", NodeKind.FRAGMENT, "f4"), ("f5", NodeKind.FRAGMENT, "f5"),
+        ("f1", NodeKind.FRAGMENT, "f1"),
+        ("f2", NodeKind.FRAGMENT, "f2"),
+        ("f3", NodeKind.FRAGMENT, "f3"),
+        ("f4", NodeKind.FRAGMENT, "f4"),
+        ("f5", NodeKind.FRAGMENT, "f5"),
     ]:
         g.add_node(Node(nid, kind, label, "u1"))
-    for src, dst in [("s1", "c1"), ("s2", "c1"), ("s3", "c2"), ("f1", "s1"), ("f2", "s1"), ("f3", "s2"),
-                     ("f4", "s3"), ("f5", "s3")]:
+    for src, dst in [
+        ("s1", "c1"),
+        ("s2", "c1"),
+        ("s3", "c2"),
+        ("f1", "s1"),
+        ("f2", "s1"),
+        ("f3", "s2"),
+        ("f4", "s3"),
+        ("f5", "s3"),
+    ]:
         g.add_edge(Edge(src, dst, EdgeKind.BELONGS_TO))
     return g
 
@@ -41,13 +54,20 @@ def test_export_is_plain_json_of_the_tree():
     assert json.loads(json.dumps(doc)) == doc
     assert doc["format"] == rv.FORMAT
     assert [(c["id"], [s["id"] for s in c["subtopics"]]) for c in doc["concepts"]] == [
-        ("c1", ["s1", "s2"]), ("c2", ["s3"])]
+        ("c1", ["s1", "s2"]),
+        ("c2", ["s3"]),
+    ]
 
 
 def test_apply_unchanged_export_changes_nothing():
     g = toy()
     before = g.to_data()
-    assert rv.apply_hierarchy(g, rv.export_hierarchy(g)) == {"renamed": 0, "moved": 0, "created": 0, "removed": 0}
+    assert rv.apply_hierarchy(g, rv.export_hierarchy(g)) == {
+        "renamed": 0,
+        "moved": 0,
+        "created": 0,
+        "removed": 0,
+    }
     assert g.to_data() == before
 
 
@@ -85,7 +105,10 @@ def test_hand_edited_document_can_create_a_concept():
         (lambda d: d["concepts"][0]["subtopics"][0]["fragments"].pop(), "never dropped"),
         (lambda d: d["concepts"][1]["subtopics"][0]["fragments"].append({"id": "f1"}), "twice"),
         (lambda d: d["concepts"][1]["subtopics"][0]["fragments"].append({"id": "zz"}), "no node"),
-        (lambda d: d["concepts"][0]["subtopics"].append({"id": "f1", "label": "x", "fragments": []}), "twice|listed as"),
+        (
+            lambda d: d["concepts"][0]["subtopics"].append({"id": "f1", "label": "x", "fragments": []}),
+            "twice|listed as",
+        ),
         (lambda d: d.update(format="other"), "not a"),
     ],
 )
@@ -115,11 +138,15 @@ def test_cli_review_round_trip(tmp_path, capsys):
     frag = first["subtopics"][0]["fragments"][0]["id"]
     last_sub = doc["concepts"][-1]["subtopics"][-1]["id"]
     assert main(base + ["move", frag, "--to", last_sub]) == 0
-    doc2 = rv.rename(rv.export_hierarchy(MnemisMemory(db, embedder=HashingEmbedder()).graph("u1")), last_sub, "Mixed")
+    doc2 = rv.rename(
+        rv.export_hierarchy(MnemisMemory(db, embedder=HashingEmbedder()).graph("u1")), last_sub, "Mixed"
+    )
     (tmp_path / "e.json").write_text(json.dumps(doc2))
     assert main(base + ["apply", str(tmp_path / "e.json")]) == 0
     g = MnemisMemory(db, embedder=HashingEmbedder()).graph("u1")
     assert g.hierarchy_path(frag)[1] == "Mixed"
-    assert sorted(m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids) == sorted(m["id"] for m in CONVERSATION)
+    assert sorted(m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids) == sorted(
+        m["id"] for m in CONVERSATION
+    )
     assert main(base + ["move", frag, "--to", "nope"]) == 2
     assert "no node 'nope'" in capsys.readouterr().err

@@ -99,12 +99,16 @@ def test_vector_index_ann_sidecar_rescored_exactly_and_follows_writes():
     clustered = VectorIndex(32)
     clustered.ann_min = 1000
     clustered.upsert([f"c{i}" for i in range(4000)], y)
-    hits = [len(set(clustered.top(y[i], 10)) & set(clustered.search(y[i], 10))) / 10 for i in range(0, 400, 10)]
+    hits = [
+        len(set(clustered.top(y[i], 10)) & set(clustered.search(y[i], 10))) / 10 for i in range(0, 400, 10)
+    ]
     assert np.mean(hits) >= 0.9, np.mean(hits)
 
 
 def test_small_memories_take_the_exact_path(memory):
-    memory.add_messages([{"id": "1", "speaker": "ann", "text": "The refund for order 42 timed out."}], namespace="u1")
+    memory.add_messages(
+        [{"id": "1", "speaker": "ann", "text": "The refund for order 42 timed out."}], namespace="u1"
+    )
     st = memory._states["u1"]
     assert not rcache.is_large(st)
     assert not st.memo  # nothing memoised below the funnel threshold
@@ -114,7 +118,9 @@ def test_small_memories_take_the_exact_path(memory):
 def synthetic():
     scale = _scale_module()
     syn = scale.generate(6000, dim=48, seed=1, n_queries=24, ingest_batches=1, batch_messages=6)
-    st = NamespaceState.restore(scale.NS, 48, syn.graph, syn.messages, [m.id for m in syn.messages], syn.vectors)
+    st = NamespaceState.restore(
+        scale.NS, 48, syn.graph, syn.messages, [m.id for m in syn.messages], syn.vectors
+    )
     mem = MnemisMemory(embedder=syn.embedder)
     mem._dim = 48
     mem._states[scale.NS] = st
@@ -140,7 +146,9 @@ def test_memo_is_invalidated_by_a_write(synthetic):
     mem.add_messages(syn.ingest_batches[0], namespace=scale.NS)
     hits = mem.search(syn.queries[0][0], k=5, namespace=scale.NS)
     assert st.memo["visible"][0] != stamp and hits
-    new_frags = {n.id for n in st.graph.nodes(NodeKind.FRAGMENT) if any(s.startswith("new") for s in n.source_ids)}
+    new_frags = {
+        n.id for n in st.graph.nodes(NodeKind.FRAGMENT) if any(s.startswith("new") for s in n.source_ids)
+    }
     assert new_frags and new_frags <= st.memo["visible"][1][0]
 
 
@@ -160,8 +168,15 @@ def test_the_normalisation_sample_belongs_to_the_visible_set_it_was_drawn_from(s
 def test_benchmark_run_reports_the_issue_fields():
     scale = _scale_module()
     out = scale.run_one(1200, dim=32, n_queries=12, agreement_queries=0)
-    for key in ("nodes", "dual_p50_ms", "dual_p95_ms", "dense_p50_ms", "dense_p95_ms", "ingest_nodes_per_s",
-                "rss_bytes_per_node"):
+    for key in (
+        "nodes",
+        "dual_p50_ms",
+        "dual_p95_ms",
+        "dense_p50_ms",
+        "dense_p95_ms",
+        "ingest_nodes_per_s",
+        "rss_bytes_per_node",
+    ):
         assert key in out and out[key] is not None, key
     assert abs(out["nodes"] - 1200) / 1200 < 0.1
     assert "|" in scale.growth_table([out, out])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mnemis_integrations.errors import MnemisError
 from mnemis_integrations.evaluation.datasets import Benchmark
 from mnemis_integrations.evaluation.scenarios import (
     EXTRA_METRICS,
@@ -19,9 +20,9 @@ from mnemis_integrations.evaluation.scenarios import (
     QUESTION_CLASSES,
     ScenarioError,
     Supersession,
-    default_suite_paths,
     current_state_first,
     current_state_first_rate,
+    default_suite_paths,
     iter_ingest_plan,
     load_benchmark,
     load_demo_conversation,
@@ -29,7 +30,6 @@ from mnemis_integrations.evaluation.scenarios import (
     messages_until,
     scenario_from_dict,
 )
-from mnemis_integrations.errors import MnemisError
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "mnemis_integrations" / "data" / "scenarios"
 
@@ -411,8 +411,11 @@ def test_incremental_benchmark_is_one_streamed_conversation_per_scenario(suite):
     bench = load_benchmark(protocol="incremental")
     assert bench.stream
     assert [c.id for c in bench.conversations] == [s.id for s in suite]
-    assert all(q.extra["state_applies"] and q.extra["split"] == "tune" for c in bench.conversations
-               for q in c.questions)
+    assert all(
+        q.extra["state_applies"] and q.extra["split"] == "tune"
+        for c in bench.conversations
+        for q in c.questions
+    )
     assert not load_benchmark(protocol="full").stream
 
 

@@ -18,7 +18,11 @@ from mnemis_integrations.core.model import NodeKind
 from mnemis_integrations.core.retrieval import cache as rcache
 from mnemis_integrations.core.retrieval import semantic
 
-TEAM = {**{f"m{i}": "sales" for i in (1, 2, 3, 4, 11)}, **{f"m{i}": "ops" for i in range(5, 11)}, "m12": "security"}
+TEAM = {
+    **{f"m{i}": "sales" for i in (1, 2, 3, 4, 11)},
+    **{f"m{i}": "ops" for i in range(5, 11)},
+    "m12": "security",
+}
 
 
 def _metadata(m: dict) -> dict:
@@ -86,7 +90,11 @@ T = "2025-03-05T00:00:00+00:00"
         # ISO-8601 strings compare as times, whatever their offset
         ({"day": {"$gte": T}}, {"day": "2025-03-04T20:30:00-05:00"}, True),
         ({"day": {"$gte": "2025-03-05"}}, {"day": "2025-03-04T23:30:00+00:00"}, False),
-        ({"day": {"$lte": datetime(2025, 3, 5, tzinfo=timezone.utc)}}, {"day": "2025-03-04T20:30:00-05:00"}, False),
+        (
+            {"day": {"$lte": datetime(2025, 3, 5, tzinfo=timezone.utc)}},
+            {"day": "2025-03-04T20:30:00-05:00"},
+            False,
+        ),
         ({"day": {"$lt": datetime(2025, 3, 5)}}, {"day": "2025-03-04T18:59:00-05:00"}, True),  # naive = UTC
         ({"day": {"$gte": T}}, {"day": "soon"}, False),
         ({"day": datetime(2025, 3, 5, tzinfo=timezone.utc)}, {"day": "2025-03-04T19:00:00-05:00"}, True),
@@ -136,13 +144,20 @@ def test_a_malformed_filter_is_refused_before_any_search_work(memory, monkeypatc
 # ------------------------------------------------------------------ search, on every backend
 @pytest.mark.parametrize(
     "flt",
-    [{"team": "ops"}, {"team": {"$in": ["sales", "security"]}}, {"priority": {"$gte": 2}},
-     {"day": {"$lt": "2025-03-05"}}, {"$or": [{"vip": True}, {"team": "security"}]}],
+    [
+        {"team": "ops"},
+        {"team": {"$in": ["sales", "security"]}},
+        {"priority": {"$gte": 2}},
+        {"day": {"$lt": "2025-03-05"}},
+        {"$or": [{"vip": True}, {"team": "security"}]},
+    ],
     ids=["eq", "in", "gte", "time", "or"],
 )
 def test_a_filtered_search_shows_only_matching_messages(tagged, flt):
     wanted = _matching(flt)
-    hits = tagged.search("refund bank callback hosting migration plan server", k=8, namespace="u1", filter=flt)
+    hits = tagged.search(
+        "refund bank callback hosting migration plan server", k=8, namespace="u1", filter=flt
+    )
     assert hits
     for h in hits:
         if h.kind == "fragment":
@@ -199,7 +214,12 @@ def test_the_funnel_finds_matching_nodes_the_global_nearest_would_miss(tagged, m
     query, flt = "refund for order 42 timed out at the bank callback", {"team": "ops"}
     exact = [h.node_id for h in tagged.search(query, k=3, namespace="u1", filter=flt)]
     monkeypatch.setattr(rcache, "FUNNEL_MIN_NODES", 1)
-    for name, value in (("FUNNEL_NODES", 2), ("FUNNEL_MESSAGES", 2), ("FUNNEL_LEXICAL", 2), ("FUNNEL_FLOOR_SAMPLE", 0)):
+    for name, value in (
+        ("FUNNEL_NODES", 2),
+        ("FUNNEL_MESSAGES", 2),
+        ("FUNNEL_LEXICAL", 2),
+        ("FUNNEL_FLOOR_SAMPLE", 0),
+    ):
         monkeypatch.setattr(semantic, name, value)
     st = tagged._state("u1")
     assert rcache.is_large(st)

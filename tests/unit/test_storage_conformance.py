@@ -21,7 +21,13 @@ from mnemis_integrations.core.storage.sqlite import SQLiteStore
 DIM = 4
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])])
+@pytest.fixture(
+    params=[
+        "memory",
+        "sqlite",
+        pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
+    ]
+)
 def store(request, tmp_path):
     if request.param == "memory":
         s = InMemoryStore()
@@ -133,8 +139,11 @@ def test_message_metadata_is_stored_with_the_message_and_removed_with_it(store):
     for i in range(3):
         _fragment(g, i, f"note {i}")
     tagged = {"channel": "e'mail\"}", "priority": 2, "score": 0.25, "vip": False, "zoë": "ünïcode"}
-    msgs = [replace(_msg(0, "note 0"), metadata=tagged), _msg(1, "note 1"),
-            replace(_msg(2, "note 2"), metadata={"n": 2**62})]
+    msgs = [
+        replace(_msg(0, "note 0"), metadata=tagged),
+        _msg(1, "note 1"),
+        replace(_msg(2, "note 2"), metadata={"n": 2**62}),
+    ]
     v1 = _write(store, g, 0, new_messages=msgs, new_vectors=_vecs(3))
     loaded = {m.id: m.metadata for m in store.load("u1", DIM).messages}
     assert loaded == {"m0": tagged, "m1": {}, "m2": {"n": 2**62}}

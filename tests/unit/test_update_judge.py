@@ -17,8 +17,10 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
 def _msgs(texts: list[tuple[str, str]], gap_hours: float = 6.0) -> list[dict]:
     """One message per entry, hours apart: a silence that long always starts a new fragment."""
-    return [{"id": f"m{i}", "speaker": who, "text": text, "timestamp": T0 + timedelta(hours=gap_hours * i)}
-            for i, (who, text) in enumerate(texts)]
+    return [
+        {"id": f"m{i}", "speaker": who, "text": text, "timestamp": T0 + timedelta(hours=gap_hours * i)}
+        for i, (who, text) in enumerate(texts)
+    ]
 
 
 OFFSITE = [
@@ -32,7 +34,9 @@ OFFSITE = [
 
 def _links(mem: MnemisMemory, ns: str = "u") -> set[tuple[tuple[str, ...], tuple[str, ...]]]:
     g = mem.graph(ns)
-    return {(tuple(g.get(e.src).source_ids), tuple(g.get(e.dst).source_ids)) for e in g.edges(EdgeKind.UPDATES)}
+    return {
+        (tuple(g.get(e.src).source_ids), tuple(g.get(e.dst).source_ids)) for e in g.edges(EdgeKind.UPDATES)
+    }
 
 
 def test_features_and_weights_line_up():
@@ -47,7 +51,9 @@ def test_values_are_amounts_dates_weekdays_and_months():
 
 
 def test_a_restated_value_outranks_an_unrelated_message():
-    old = Earlier("old", "The offsite is at Lakeside Lodge on March 14", "ana", 4, overlap=9.0, weight=12.0, cosine=0.91)
+    old = Earlier(
+        "old", "The offsite is at Lakeside Lodge on March 14", "ana", 4, overlap=9.0, weight=12.0, cosine=0.91
+    )
     other = Earlier("other", "The espresso machine is broken", "ben", 1, overlap=0.0, weight=8.0, cosine=0.82)
     ranked = replaced("Update: the offsite moved to Hilltop Inn, March 21", "ana", 14.0, [other, old])
     assert [k for k, _ in ranked] == ["old", "other"]
@@ -58,7 +64,7 @@ def test_a_restated_value_outranks_an_unrelated_message():
 def test_a_moved_date_supersedes_the_booking_and_nothing_else(one_at_a_time):
     mem = MnemisMemory(embedder=HashingEmbedder())
     msgs = _msgs(OFFSITE)
-    for batch in ([[m] for m in msgs] if one_at_a_time else [msgs]):
+    for batch in [[m] for m in msgs] if one_at_a_time else [msgs]:
         mem.add_messages(batch, namespace="u")
     assert _links(mem) == {(("m4",), ("m0",))}
     g = mem.graph("u")
@@ -77,12 +83,17 @@ def test_a_change_cue_about_something_else_demotes_nothing():
 def test_a_change_inside_one_fragment_links_nothing():
     """The old and new value in one fragment (minutes apart): no fragment can supersede itself, and
     no other fragment is demoted in its place."""
-    texts = [("ana", "The garage quoted £640 for the clutch repair on the van."),
-             ("ana", "Sorry, misread the garage quote: the clutch repair on the van is £460, not £640.")]
+    texts = [
+        ("ana", "The garage quoted £640 for the clutch repair on the van."),
+        ("ana", "Sorry, misread the garage quote: the clutch repair on the van is £460, not £640."),
+    ]
     mem = MnemisMemory(embedder=HashingEmbedder())
     for m in _msgs(OFFSITE[1:4]) + _msgs(texts, gap_hours=0.02):
-        m = dict(m, id=f"{m['id']}-{m['text'][:3]}", timestamp=m["timestamp"] + timedelta(days=3)
-                 if "clutch" in m["text"] else m["timestamp"])
+        m = dict(
+            m,
+            id=f"{m['id']}-{m['text'][:3]}",
+            timestamp=m["timestamp"] + timedelta(days=3) if "clutch" in m["text"] else m["timestamp"],
+        )
         mem.add_messages([m], namespace="u")
     g = mem.graph("u")
     assert len(g.nodes(NodeKind.FRAGMENT)) == 4
@@ -91,7 +102,9 @@ def test_a_change_inside_one_fragment_links_nothing():
 
 def test_the_minimum_score_sets_how_sure_a_link_must_be():
     def links(min_score: float) -> set:
-        mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_min_score": min_score}))
+        mem = MnemisMemory(
+            embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_min_score": min_score})
+        )
         for m in _msgs(OFFSITE + [("ben", "The espresso machine repair will cost $80, done by Friday.")]):
             mem.add_messages([m], namespace="u")
         return _links(mem)

@@ -70,7 +70,9 @@ def choose_parent(
     return None, 0.0
 
 
-def label_from_keywords(keyword_lists: list[list[str]], top: int = 2, exclude: Callable[[str], bool] | None = None) -> str:
+def label_from_keywords(
+    keyword_lists: list[list[str]], top: int = 2, exclude: Callable[[str], bool] | None = None
+) -> str:
     """Label a parent by the keywords its members share most (earlier keywords weigh more).
 
     >>> label_from_keywords([["refund", "timeout"], ["refund", "bank"], ["lunch"]])

@@ -16,16 +16,154 @@ from ..text import STOPWORDS, has_cjk, jieba_tagger, normalise_name
 __all__ = ["EntityMention", "extract_entities"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
-_CAP_SEQ = re.compile(
-    r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*"
-)
+_CAP_SEQ = re.compile(r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*")
 # Only the keyword ignores case: "plan to" must not read as a plan named "to".
 _PLAN_LIKE = re.compile(r"\b(?i:plan|option|version|phase|tier|project)\s+[A-Z0-9]{1,3}\b")
 _VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
-_ZH_PLAN = re.compile(r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)")
+_ZH_PLAN = re.compile(
+    r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)"
+)
 # Capitalised words that open sentences or fill chat but name nothing.
 _NOT_NAMES = frozenset(
-    ["i", "i'm", "i've", "i'd", "i'll", "im", "the", "a", "an", "my", "your", "our", "their", "his", "her", "its", "this", "that", "these", "those", "it", "we", "you", "they", "he", "she", "hey", "hi", "hello", "thanks", "thank", "yes", "yeah", "no", "oh", "ok", "okay", "wow", "sure", "great", "good", "nice", "cool", "awesome", "sounds", "sorry", "please", "well", "so", "but", "and", "or", "also", "just", "really", "what", "when", "where", "why", "how", "who", "which", "yesterday", "today", "tomorrow", "tonight", "last", "next", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "mom", "dad", "lol", "haha", "omg", "btw", "anyway", "let", "let's", "can", "could", "would", "should", "will", "did", "do", "does", "have", "has", "had", "is", "are", "was", "were", "be", "being", "been", "if", "as", "at", "on", "in", "to", "for", "with", "by", "from", "congrats", "congratulations", "absolutely", "definitely", "totally", "exactly", "right", "love", "glad", "happy", "hope", "here", "there"]
+    [
+        "i",
+        "i'm",
+        "i've",
+        "i'd",
+        "i'll",
+        "im",
+        "the",
+        "a",
+        "an",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "we",
+        "you",
+        "they",
+        "he",
+        "she",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "yes",
+        "yeah",
+        "no",
+        "oh",
+        "ok",
+        "okay",
+        "wow",
+        "sure",
+        "great",
+        "good",
+        "nice",
+        "cool",
+        "awesome",
+        "sounds",
+        "sorry",
+        "please",
+        "well",
+        "so",
+        "but",
+        "and",
+        "or",
+        "also",
+        "just",
+        "really",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "who",
+        "which",
+        "yesterday",
+        "today",
+        "tomorrow",
+        "tonight",
+        "last",
+        "next",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "mom",
+        "dad",
+        "lol",
+        "haha",
+        "omg",
+        "btw",
+        "anyway",
+        "let",
+        "let's",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "did",
+        "do",
+        "does",
+        "have",
+        "has",
+        "had",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "being",
+        "been",
+        "if",
+        "as",
+        "at",
+        "on",
+        "in",
+        "to",
+        "for",
+        "with",
+        "by",
+        "from",
+        "congrats",
+        "congratulations",
+        "absolutely",
+        "definitely",
+        "totally",
+        "exactly",
+        "right",
+        "love",
+        "glad",
+        "happy",
+        "hope",
+        "here",
+        "there",
+    ]
 )
 # Inside Chinese text there are no word boundaries, so Latin names need their own pattern.
 _LATIN_IN_CJK = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z0-9]+(?:\s[A-Z][A-Za-z0-9]+)*")
@@ -97,7 +235,9 @@ def _chinese_candidates(text: str) -> Iterable[str]:
             yield w.word
 
 
-def extract_entities(texts: list[str], known: set[str] | frozenset[str] = frozenset()) -> list[list[EntityMention]]:
+def extract_entities(
+    texts: list[str], known: set[str] | frozenset[str] = frozenset()
+) -> list[list[EntityMention]]:
     """Entities per text.
 
     A sentence-initial capitalised single word is kept only if it is already a

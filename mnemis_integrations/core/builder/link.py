@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-
 from ..text import STOPWORDS
 
 __all__ = ["has_change_cue", "pick_references", "relation_label"]
@@ -59,5 +58,7 @@ def relation_label(between: str) -> str:
     >>> relation_label(" confirmed the "), relation_label(" and "), relation_label("，确认了")
     ('confirmed', 'related_to', '确认了')
     """
-    words = [w for w in re.findall(r"[\w'’]+", between.lower()) if w not in STOPWORDS and w not in {"and", "or"}]
+    words = [
+        w for w in re.findall(r"[\w'’]+", between.lower()) if w not in STOPWORDS and w not in {"and", "or"}
+    ]
     return "_".join(words[:3]) if words else "related_to"

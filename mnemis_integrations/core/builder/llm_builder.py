@@ -73,11 +73,19 @@ class LLMBuildConfig(BaseModel):
     updates: Mode = Field("llm", description="updates/contradicts judgements against earlier facts.")
     max_retries: int = Field(2, ge=0, le=10, description="Extra tries after an invalid answer, per call.")
     batch_messages: int = Field(24, ge=2, description="Messages per segmentation call.")
-    batch_fragments: int = Field(6, ge=1, description="Fragments per summarise/abstract/entities/updates call.")
+    batch_fragments: int = Field(
+        6, ge=1, description="Fragments per summarise/abstract/entities/updates call."
+    )
     max_concurrency: int = Field(4, ge=1, description="Model calls in flight at once.")
-    update_candidates: int = Field(4, ge=1, description="Earlier facts shown per new fact for update judgements.")
-    max_line_chars: int = Field(400, ge=40, description="Longer messages are cut in prompts (never in storage).")
-    prompt_cost_per_1k: float = Field(0.0, ge=0, description="Price per 1k prompt tokens, for the cost report.")
+    update_candidates: int = Field(
+        4, ge=1, description="Earlier facts shown per new fact for update judgements."
+    )
+    max_line_chars: int = Field(
+        400, ge=40, description="Longer messages are cut in prompts (never in storage)."
+    )
+    prompt_cost_per_1k: float = Field(
+        0.0, ge=0, description="Price per 1k prompt tokens, for the cost report."
+    )
     completion_cost_per_1k: float = Field(0.0, ge=0, description="Price per 1k completion tokens.")
 
     @classmethod
@@ -150,7 +158,9 @@ class LLMBuilder(OfflineBuilder):
 
     def _ask(self, step: str, messages, schema, check):
         """One batch's validated answer, or None when the batch falls back; counted either way."""
-        ans = ask(self.chat, step, messages, schema, self._usage, max_retries=self.llm.max_retries, check=check)
+        ans = ask(
+            self.chat, step, messages, schema, self._usage, max_retries=self.llm.max_retries, check=check
+        )
         self._usage.add(step, **({"fallbacks": 1} if ans is None else {"llm_batches": 1}))
         return ans
 
@@ -179,7 +189,11 @@ class LLMBuilder(OfflineBuilder):
             if frag is not None:
                 rep.fragments_extended += 1
             msgs = [new[i] for i in idx]
-            self._seg = {"summary": summaries[k], "placement": placements.get(k), "relations": mentions[1].get(k, [])}
+            self._seg = {
+                "summary": summaries[k],
+                "placement": placements.get(k),
+                "relations": mentions[1].get(k, []),
+            }
             self._add_fragment(st, frag, msgs, [mentions[0][i] for i in idx], rep)
             if frag is None:
                 created.append((st.msg_fragment[msgs[0].id], msgs))
@@ -192,14 +206,22 @@ class LLMBuilder(OfflineBuilder):
         return rep
 
     # ------------------------------------------------------------------ 1. segment
-    def _segments(self, st: NamespaceState, new: list[Message], vectors: np.ndarray, tail: list[Message]) -> list[list[int]]:
+    def _segments(
+        self, st: NamespaceState, new: list[Message], vectors: np.ndarray, tail: list[Message]
+    ) -> list[list[int]]:
         cfg = self.cfg
         tail_arg = (tail, st.msg_vectors.get_many([m.id for m in tail])) if tail else None
 
         def offline(lo: int, hi: int, with_tail: bool) -> tuple[set[int], bool]:
-            segs = segment(new[lo:hi], vectors[lo:hi], max_messages=cfg.max_segment_messages,
-                           min_messages=cfg.min_segment_messages, time_gap_minutes=cfg.time_gap_minutes,
-                           drift_threshold=self._t("drift_threshold"), tail=tail_arg if with_tail else None)
+            segs = segment(
+                new[lo:hi],
+                vectors[lo:hi],
+                max_messages=cfg.max_segment_messages,
+                min_messages=cfg.min_segment_messages,
+                time_gap_minutes=cfg.time_gap_minutes,
+                drift_threshold=self._t("drift_threshold"),
+                tail=tail_arg if with_tail else None,
+            )
             cuts = {lo + s[0] for s in segs if s[0] != -1}
             return cuts, bool(segs) and segs[0][0] == -1
 
@@ -207,16 +229,20 @@ class LLMBuilder(OfflineBuilder):
         if self.llm.segment == "offline":
             results = [offline(b[0], b[-1] + 1, k == 0) for k, b in enumerate(batches)]
         else:
+
             def one(kb: tuple[int, list[int]]) -> tuple[set[int], bool]:
                 k, b = kb
                 earlier = tail[-3:] if k == 0 else [new[i] for i in range(max(0, b[0] - 2), b[0])]
                 ctx: P.SegmentContext = {
                     "earlier": [self._line(m) for m in earlier],
-                    "messages": [{"i": j, "speaker": new[i].speaker, "text": self._line(new[i]).split(": ", 1)[1]}
-                                 for j, i in enumerate(b)],
+                    "messages": [
+                        {"i": j, "speaker": new[i].speaker, "text": self._line(new[i]).split(": ", 1)[1]}
+                        for j, i in enumerate(b)
+                    ],
                 }
-                ans = self._ask("segment", P.segment_messages(ctx), P.SegmentAnswer,
-                                lambda a: check_segments(a, len(b)))
+                ans = self._ask(
+                    "segment", P.segment_messages(ctx), P.SegmentAnswer, lambda a: check_segments(a, len(b))
+                )
                 if ans is None:
                     return offline(b[0], b[-1] + 1, k == 0)
                 cuts = {b[0] + j for j in ans.new_topic_at}
@@ -238,8 +264,12 @@ class LLMBuilder(OfflineBuilder):
         size = len(tail) if continues else 0
         for i, m in enumerate(new):
             prev = new[i - 1] if i else (tail[-1] if continues else None)
-            gap = prev is not None and prev.timestamp and m.timestamp and \
-                (m.timestamp - prev.timestamp).total_seconds() / 60 > cfg.time_gap_minutes
+            gap = (
+                prev is not None
+                and prev.timestamp
+                and m.timestamp
+                and (m.timestamp - prev.timestamp).total_seconds() / 60 > cfg.time_gap_minutes
+            )
             if i in cuts or gap or size >= cfg.max_segment_messages:
                 if cur and cur != [-1]:
                     out.append(cur)
@@ -260,8 +290,12 @@ class LLMBuilder(OfflineBuilder):
             bodies = {j: [self._line(m) for m in texts[k]] for j, k in enumerate(b)}
             ctx: P.SummariseContext = {"fragments": [{"f": j, "lines": ls} for j, ls in bodies.items()]}
             joined = {j: "\n".join(ls) for j, ls in bodies.items()}
-            ans = self._ask("summarise", P.summarise_messages(ctx), P.SummariseAnswer,
-                            lambda a: check_summaries(a, joined, self.cfg.keywords_per_fragment))
+            ans = self._ask(
+                "summarise",
+                P.summarise_messages(ctx),
+                P.SummariseAnswer,
+                lambda a: check_summaries(a, joined, self.cfg.keywords_per_fragment),
+            )
             if ans is None:
                 return
             for s in ans.summaries:
@@ -271,7 +305,9 @@ class LLMBuilder(OfflineBuilder):
         return out
 
     # ------------------------------------------------------------------ 3. abstract
-    def _placements(self, st: NamespaceState, texts, summaries, is_new: list[bool]) -> dict[int, P.PlacementProposal]:
+    def _placements(
+        self, st: NamespaceState, texts, summaries, is_new: list[bool]
+    ) -> dict[int, P.PlacementProposal]:
         out: dict[int, P.PlacementProposal] = {}
         todo = [k for k, n in enumerate(is_new) if n]
         if self.llm.abstract == "offline" or not todo:
@@ -291,10 +327,17 @@ class LLMBuilder(OfflineBuilder):
 
         # One call per batch, in order: later batches see the names earlier ones proposed.
         for b in [[todo[i] for i in r] for r in self._batches(len(todo), self.llm.batch_fragments)]:
-            ctx: P.AbstractContext = {"existing": existing, "fragments": [brief(j, k) for j, k in enumerate(b)]}
+            ctx: P.AbstractContext = {
+                "existing": existing,
+                "fragments": [brief(j, k) for j, k in enumerate(b)],
+            }
             frag_idx = list(range(len(b)))
-            ans = self._ask("abstract", P.abstract_messages(ctx), P.AbstractAnswer,
-                            lambda a, idx=frag_idx: check_placements(a, idx))
+            ans = self._ask(
+                "abstract",
+                P.abstract_messages(ctx),
+                P.AbstractAnswer,
+                lambda a, idx=frag_idx: check_placements(a, idx),
+            )
             if ans is None:
                 continue
             for p in ans.placements:
@@ -319,8 +362,11 @@ class LLMBuilder(OfflineBuilder):
         sub = self._find(st, NodeKind.SUBTOPIC, prop.subtopic)
         if sub is not None and len(g.children(sub.id)) >= self.cfg.max_subtopic_fragments:
             sub = None
-        sim = float(st.node_vectors.get(sub.id) @ st.node_vectors.get(frag.id)) \
-            if sub is not None and sub.id in st.node_vectors else 0.0
+        sim = (
+            float(st.node_vectors.get(sub.id) @ st.node_vectors.get(frag.id))
+            if sub is not None and sub.id in st.node_vectors
+            else 0.0
+        )
         p = self.review(Placement(frag.id, "subtopic", sub.id if sub else None, sim, prop.subtopic))
         if p.parent_id is not None and g.has(p.parent_id):
             g.add_edge(Edge(frag.id, p.parent_id, EdgeKind.BELONGS_TO, created_at=frag.created_at))
@@ -328,8 +374,17 @@ class LLMBuilder(OfflineBuilder):
             rep.touched.add(p.parent_id)
             return
         sid = f"s:{frag.id[2:]}"
-        g.add_node(Node(id=sid, kind=NodeKind.SUBTOPIC, label=p.label or prop.subtopic, namespace=st.namespace,
-                        created_at=frag.created_at, event_time=frag.event_time, properties={"named_by": "llm"}))
+        g.add_node(
+            Node(
+                id=sid,
+                kind=NodeKind.SUBTOPIC,
+                label=p.label or prop.subtopic,
+                namespace=st.namespace,
+                created_at=frag.created_at,
+                event_time=frag.event_time,
+                properties={"named_by": "llm"},
+            )
+        )
         rep.subtopics_created += 1
         g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
         st.refresh_vectors([sid])
@@ -341,8 +396,17 @@ class LLMBuilder(OfflineBuilder):
         cid = cp.parent_id
         if cid is None or not g.has(cid):
             cid = f"c:{sid[2:]}"
-            g.add_node(Node(id=cid, kind=NodeKind.CONCEPT, label=cp.label or prop.concept, namespace=st.namespace,
-                            created_at=frag.created_at, event_time=frag.event_time, properties={"named_by": "llm"}))
+            g.add_node(
+                Node(
+                    id=cid,
+                    kind=NodeKind.CONCEPT,
+                    label=cp.label or prop.concept,
+                    namespace=st.namespace,
+                    created_at=frag.created_at,
+                    event_time=frag.event_time,
+                    properties={"named_by": "llm"},
+                )
+            )
             rep.concepts_created += 1
         g.add_edge(Edge(sid, cid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
         st.build_index().child_added(cid)
@@ -379,17 +443,25 @@ class LLMBuilder(OfflineBuilder):
             bodies = {j: [self._line(new[i]) for i in idx] for j, idx in segs.items()}
             ctx: P.EntitiesContext = {"fragments": [{"f": j, "lines": ls} for j, ls in bodies.items()]}
             texts = {j: "\n".join(new[i].text for i in idx) for j, idx in segs.items()}
-            ans = self._ask("entities", P.entities_messages(ctx), P.EntitiesAnswer, lambda a: check_entities(a, texts))
+            ans = self._ask(
+                "entities", P.entities_messages(ctx), P.EntitiesAnswer, lambda a: check_entities(a, texts)
+            )
             if ans is None:
                 return
             for j, idx in segs.items():
                 names = [e.name for e in ans.entities if j in e.fragments]
                 for i in idx:
-                    mentions[i] = [EntityMention(normalise_name(n), n) for n in names
-                                   if normalise_name(n) and normalise_name(n) in normalise_name(new[i].text)]
+                    mentions[i] = [
+                        EntityMention(normalise_name(n), n)
+                        for n in names
+                        if normalise_name(n) and normalise_name(n) in normalise_name(new[i].text)
+                    ]
                 keys = {normalise_name(n) for n in names}
-                relations[b[j]] = [r for r in ans.relations
-                                   if normalise_name(r.source) in keys and normalise_name(r.target) in keys]
+                relations[b[j]] = [
+                    r
+                    for r in ans.relations
+                    if normalise_name(r.source) in keys and normalise_name(r.target) in keys
+                ]
 
         self._map(one, self._batches(len(segments), self.llm.batch_fragments))
         return mentions, relations
@@ -420,14 +492,20 @@ class LLMBuilder(OfflineBuilder):
         scored.sort(reverse=True)
         return [f for _, f in scored[: self.llm.update_candidates]]
 
-    def _updates(self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport) -> None:
+    def _updates(
+        self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport
+    ) -> None:
         if self.llm.updates == "offline" or not created:
             return
         g = st.graph
 
         def fact(n: int, fid: str) -> P.Fact:
             node = g.get(fid)
-            return {"n": n, "time": format_date(node.event_time) if node.event_time else "", "text": node.summary}
+            return {
+                "n": n,
+                "time": format_date(node.event_time) if node.event_time else "",
+                "text": node.summary,
+            }
 
         from ..maintenance.supersede import supersede
 
@@ -438,10 +516,16 @@ class LLMBuilder(OfflineBuilder):
                 return
             index = {fid: n for n, fid in enumerate(earlier_ids + [fid for fid, _ in b])}
             ids = {n: fid for fid, n in index.items()}
-            ctx: P.UpdatesContext = {"earlier": [fact(index[f], f) for f in earlier_ids],
-                                     "new": [fact(index[f], f) for f, _ in b]}
-            ans = self._ask("updates", P.updates_messages(ctx), P.UpdatesAnswer,
-                            lambda a: check_updates(a, {index[f] for f in earlier_ids}, {index[f] for f, _ in b}))
+            ctx: P.UpdatesContext = {
+                "earlier": [fact(index[f], f) for f in earlier_ids],
+                "new": [fact(index[f], f) for f, _ in b],
+            }
+            ans = self._ask(
+                "updates",
+                P.updates_messages(ctx),
+                P.UpdatesAnswer,
+                lambda a: check_updates(a, {index[f] for f in earlier_ids}, {index[f] for f, _ in b}),
+            )
             if ans is None:
                 for fid, msgs in b:
                     OfflineBuilder._link_updates(self, st, g.get(fid), msgs, rep)
@@ -467,7 +551,13 @@ def _warn_on_fallbacks(usage: Usage, namespace: str) -> None:
     fell_back = {name: s for name, s in usage.steps.items() if s.fallbacks}
     if not fell_back:
         return
-    steps = ", ".join(f"{name} {s.fallbacks} of {s.fallbacks + s.llm_batches}" for name, s in fell_back.items())
+    steps = ", ".join(
+        f"{name} {s.fallbacks} of {s.fallbacks + s.llm_batches}" for name, s in fell_back.items()
+    )
     last = next((s.errors[-1] for s in reversed(list(fell_back.values())) if s.errors), "no error recorded")
-    logger.warning("LLM builder fell back to the offline builder in namespace %r (batches per step: %s); "
-                   "last error: %s", namespace, steps, last)
+    logger.warning(
+        "LLM builder fell back to the offline builder in namespace %r (batches per step: %s); last error: %s",
+        namespace,
+        steps,
+        last,
+    )

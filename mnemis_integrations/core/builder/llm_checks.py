@@ -13,7 +13,14 @@ from typing import TypeVar
 from ..text import normalise_name
 from .prompts import AbstractAnswer, EntitiesAnswer, SegmentAnswer, SummariseAnswer, UpdatesAnswer
 
-__all__ = ["check_entities", "check_placements", "check_segments", "check_summaries", "check_updates", "numbers_in"]
+__all__ = [
+    "check_entities",
+    "check_placements",
+    "check_segments",
+    "check_summaries",
+    "check_updates",
+    "numbers_in",
+]
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:/]\d+)*%?")
 _ROLE_NAMES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "tool"})
@@ -134,7 +141,9 @@ def check_entities(ans: EntitiesAnswer, texts: dict[int, str]) -> tuple[Entities
     return EntitiesAnswer(entities=list(kept.values()), relations=rels), [], fixed
 
 
-def check_updates(ans: UpdatesAnswer, earlier: set[int], new: set[int]) -> tuple[UpdatesAnswer, list[str], bool]:
+def check_updates(
+    ans: UpdatesAnswer, earlier: set[int], new: set[int]
+) -> tuple[UpdatesAnswer, list[str], bool]:
     """``new`` must index a new fact and ``earlier`` an earlier one (or a lower new one); unrelated pairs drop.
 
     >>> a = UpdatesAnswer.model_validate({"judgements": [{"new": 2, "earlier": 0, "verdict": "Update"},

@@ -218,7 +218,10 @@ class Usage:
 
     @property
     def cost(self) -> float:
-        return (self.prompt_tokens * self.prompt_cost_per_1k + self.completion_tokens * self.completion_cost_per_1k) / 1000
+        return (
+            self.prompt_tokens * self.prompt_cost_per_1k
+            + self.completion_tokens * self.completion_cost_per_1k
+        ) / 1000
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -280,7 +283,9 @@ def ask(
             usage.add(step, retries=1)
         usage.add(step, calls=1, prompt_tokens=sum(count_tokens(m["content"]) for m in convo))
         try:
-            reply = chat.complete(convo, schema=json_schema) if json_schema is not None else chat.complete(convo)
+            reply = (
+                chat.complete(convo, schema=json_schema) if json_schema is not None else chat.complete(convo)
+            )
         except Exception as e:  # noqa: BLE001 - any model failure means: try again, then fall back
             usage.error(step, f"model call failed: {type(e).__name__}: {e}")
             logger.debug("%s: model call %d failed: %s: %s", step, attempt + 1, type(e).__name__, e)

@@ -91,8 +91,13 @@ class OfflineBuilder:
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> BuildReport:
         rep = BuildReport()
         new, vectors = self._accept_messages(st, new, vectors)
-        st.build_index().set_capacity(st, {NodeKind.SUBTOPIC: self.cfg.max_subtopic_fragments,
-                                           NodeKind.CONCEPT: self.cfg.max_concept_subtopics})
+        st.build_index().set_capacity(
+            st,
+            {
+                NodeKind.SUBTOPIC: self.cfg.max_subtopic_fragments,
+                NodeKind.CONCEPT: self.cfg.max_concept_subtopics,
+            },
+        )
         # (sum, count) of the batch's vectors whose messages are not built yet: see _centre
         self._unbuilt = (np.asarray(vectors, np.float64).sum(axis=0), len(new))
 
@@ -130,7 +135,9 @@ class OfflineBuilder:
         return rep
 
     @staticmethod
-    def _accept_messages(st: NamespaceState, new: list[Message], vectors: np.ndarray) -> tuple[list[Message], np.ndarray]:
+    def _accept_messages(
+        st: NamespaceState, new: list[Message], vectors: np.ndarray
+    ) -> tuple[list[Message], np.ndarray]:
         """Put new messages, in time order, into the state's message table and indexes."""
         idx = st.build_index(starting=True)
         idx.ingesting = True
@@ -162,7 +169,12 @@ class OfflineBuilder:
         return last
 
     def _add_fragment(
-        self, st: NamespaceState, frag: Node | None, msgs: list[Message], ments: list[list[EntityMention]], rep: BuildReport
+        self,
+        st: NamespaceState,
+        frag: Node | None,
+        msgs: list[Message],
+        ments: list[list[EntityMention]],
+        rep: BuildReport,
     ) -> None:
         g = st.graph
         is_new = frag is None
@@ -191,8 +203,12 @@ class OfflineBuilder:
         tokens = set(content_words(" ".join(m.text for m in all_msgs)))
         st.df.update(tokens - old_tokens)
         n_frag = max(1, idx.fragment_count(st))
-        frag.keywords = keywords_for([m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment)
-        frag.properties[TOPIC_WORDS] = topic_words([m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment)
+        frag.keywords = keywords_for(
+            [m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment
+        )
+        frag.properties[TOPIC_WORDS] = topic_words(
+            [m.text for m in all_msgs], st.df, n_frag, self.cfg.keywords_per_fragment
+        )
         g.touch(frag.id)
 
         # entities: speakers and named things
@@ -242,7 +258,14 @@ class OfflineBuilder:
         eid = f"e:{key}"
         if not st.graph.has(eid):
             st.graph.add_node(
-                Node(id=eid, kind=NodeKind.ENTITY, label=name, namespace=st.namespace, created_at=when, event_time=when)
+                Node(
+                    id=eid,
+                    kind=NodeKind.ENTITY,
+                    label=name,
+                    namespace=st.namespace,
+                    created_at=when,
+                    event_time=when,
+                )
             )
             rep.entities_created += 1
         st.entities.add(key, eid)
@@ -274,13 +297,23 @@ class OfflineBuilder:
         sid, sim = self._nearest_parent(
             st, v, NodeKind.SUBTOPIC, self._t("subtopic_threshold"), self.cfg.max_subtopic_fragments
         )
-        p = self.review(Placement(frag.id, "subtopic", sid, sim, g.get(sid).label if sid else ", ".join(frag.keywords[:2])))
+        p = self.review(
+            Placement(
+                frag.id, "subtopic", sid, sim, g.get(sid).label if sid else ", ".join(frag.keywords[:2])
+            )
+        )
         sid = p.parent_id
         if sid is None or not g.has(sid):
             sid = f"s:{frag.id[2:]}"
             g.add_node(
-                Node(id=sid, kind=NodeKind.SUBTOPIC, label=p.label or "misc", namespace=st.namespace,
-                     created_at=frag.created_at, event_time=frag.event_time)
+                Node(
+                    id=sid,
+                    kind=NodeKind.SUBTOPIC,
+                    label=p.label or "misc",
+                    namespace=st.namespace,
+                    created_at=frag.created_at,
+                    event_time=frag.event_time,
+                )
             )
             rep.subtopics_created += 1
             g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
@@ -303,8 +336,14 @@ class OfflineBuilder:
         if cid is None or not g.has(cid):
             cid = f"c:{sub.id[2:]}"
             g.add_node(
-                Node(id=cid, kind=NodeKind.CONCEPT, label=p.label or "misc", namespace=st.namespace,
-                     created_at=sub.created_at, event_time=sub.event_time)
+                Node(
+                    id=cid,
+                    kind=NodeKind.CONCEPT,
+                    label=p.label or "misc",
+                    namespace=st.namespace,
+                    created_at=sub.created_at,
+                    event_time=sub.event_time,
+                )
             )
             rep.concepts_created += 1
         g.add_edge(Edge(sub.id, cid, EdgeKind.BELONGS_TO, created_at=sub.created_at))
@@ -385,14 +424,18 @@ class OfflineBuilder:
                     node.label = label_from_keywords(words, top=1, exclude=lambda k: k in speakers).title()
             else:
                 if not named:
-                    node.label = label_from_keywords([_topic_words(f) for f in kids], top=2, exclude=lambda k: k in speakers)
+                    node.label = label_from_keywords(
+                        [_topic_words(f) for f in kids], top=2, exclude=lambda k: k in speakers
+                    )
                 node.keywords = self._subtopic_keywords(st, node.id)
                 node.summary = "; ".join(f.summary for f in kids[-3:])
             times = [k.event_time for k in kids if k.event_time]
             if times:
                 node.event_time = max(times)
         # A builder extending this one may supersede by itself: the new fragments' targets leave the active set.
-        idx.status_changed(st, [e.dst for n in rep.touched if g.has(n) for e in g.out_edges(n, EdgeKind.UPDATES)])
+        idx.status_changed(
+            st, [e.dst for n in rep.touched if g.has(n) for e in g.out_edges(n, EdgeKind.UPDATES)]
+        )
         idx.settle(st)
 
     @staticmethod
@@ -414,7 +457,9 @@ class OfflineBuilder:
         never more than ``DISTINCTIVE_MAX_MENTIONS`` (a name hundreds of fragments share tells none
         of them apart, and intersecting its mention set would cost as much as the memory is large)."""
         limit = min(max(2, int(0.2 * n_frag)), DISTINCTIVE_MAX_MENTIONS)
-        return {e.dst for e in st.graph.out_edges(frag_id, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= limit}
+        return {
+            e.dst for e in st.graph.out_edges(frag_id, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= limit
+        }
 
     def _link_updates(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
         """Supersede the earlier fragments whose messages the new messages ``msgs`` (of ``frag``) replace.
@@ -438,8 +483,14 @@ class OfflineBuilder:
                 other = st.messages.get(mid)
                 return other is not None and mid != m.id and _ts_key(other) < said
 
-            near = sorted(((k, c) for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL).items()
-                           if earlier(k)), key=lambda kc: (-kc[1], kc[0]))[:POOL]
+            near = sorted(
+                (
+                    (k, c)
+                    for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL).items()
+                    if earlier(k)
+                ),
+                key=lambda kc: (-kc[1], kc[0]),
+            )[:POOL]
             by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF)
             terms = st.lexical.terms(m.id)
             mine = st.lexical.weight(m.id)
@@ -448,10 +499,17 @@ class OfflineBuilder:
             cands = []
             for k in pool:
                 other = st.messages[k]
-                cands.append(Earlier(
-                    k, other.text, other.speaker, abs(m.seq - other.seq),
-                    sum(st.lexical.idf(t) for t in terms & st.lexical.terms(k)), st.lexical.weight(k), cosine.get(k),
-                ))
+                cands.append(
+                    Earlier(
+                        k,
+                        other.text,
+                        other.speaker,
+                        abs(m.seq - other.seq),
+                        sum(st.lexical.idf(t) for t in terms & st.lexical.terms(k)),
+                        st.lexical.weight(k),
+                        cosine.get(k),
+                    )
+                )
             ranked = replaced(m.text, m.speaker, mine, cands)
             if not ranked or ranked[0][1] < self.cfg.update_min_score:
                 continue
@@ -475,7 +533,9 @@ class OfflineBuilder:
             return
         g = st.graph
         idx = st.build_index()
-        mine = self._distinctive(st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), idx.fragment_count(st))
+        mine = self._distinctive(
+            st, frag.id, idx.counts(st, st.mentioned_ids(frag.id)), idx.fragment_count(st)
+        )
         if not mine:
             return
         parent = st.parent_id(frag.id)

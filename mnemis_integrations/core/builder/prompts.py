@@ -72,7 +72,9 @@ def _user(context: dict) -> str:
     return "Input:\n" + json.dumps(context, ensure_ascii=False) + "\nAnswer:"
 
 
-def _messages(task: str, schema: type[BaseModel], example: tuple[dict, dict], context: dict) -> list[dict[str, str]]:
+def _messages(
+    task: str, schema: type[BaseModel], example: tuple[dict, dict], context: dict
+) -> list[dict[str, str]]:
     """A step's prompt: instructions, answer shape and one worked example, then the input."""
     return [
         {"role": "system", "content": _system(task, schema, *example)},
@@ -158,11 +160,21 @@ class SummariseAnswer(_Answer):
 
 
 SUMMARISE_EXAMPLE: tuple[SummariseContext, dict] = (
-    {"fragments": [{"f": 0, "lines": ["Ben: Acme wants 40 seats on the renewal.", "Ana: Then quote them the team tier."]}]},
+    {
+        "fragments": [
+            {
+                "f": 0,
+                "lines": ["Ben: Acme wants 40 seats on the renewal.", "Ana: Then quote them the team tier."],
+            }
+        ]
+    },
     {
         "summaries": [
-            {"f": 0, "summary": "Ben said Acme wants 40 seats on the renewal and Ana chose the team tier quote.",
-             "keywords": ["acme", "renewal", "seats", "team tier"]}
+            {
+                "f": 0,
+                "summary": "Ben said Acme wants 40 seats on the renewal and Ana chose the team tier quote.",
+                "keywords": ["acme", "renewal", "seats", "team tier"],
+            }
         ]
     },
 )
@@ -215,15 +227,25 @@ class PlacementProposal(_Answer):
 
 
 class AbstractAnswer(_Answer):
-    placements: list[PlacementProposal] = Field(description="One entry per fragment, every fragment index once.")
+    placements: list[PlacementProposal] = Field(
+        description="One entry per fragment, every fragment index once."
+    )
 
 
 ABSTRACT_EXAMPLE: tuple[AbstractContext, dict] = (
     {
         "existing": [{"subtopic": "Acme renewal", "concept": "Sales"}],
         "fragments": [
-            {"f": 0, "summary": "Ben said Acme wants 40 seats on the renewal.", "keywords": ["acme", "seats"]},
-            {"f": 1, "summary": "Ana and Ben agreed to lunch at the noodle place on Friday.", "keywords": ["lunch"]},
+            {
+                "f": 0,
+                "summary": "Ben said Acme wants 40 seats on the renewal.",
+                "keywords": ["acme", "seats"],
+            },
+            {
+                "f": 1,
+                "summary": "Ana and Ben agreed to lunch at the noodle place on Friday.",
+                "keywords": ["lunch"],
+            },
         ],
     },
     {
@@ -256,7 +278,9 @@ class EntityItem(_Answer):
         "its own: a person, organisation, place, product, project, plan or version. Not a sentence, not a "
         "detail of something else, not a pronoun, not a date."
     )
-    fragments: list[int] = Field(default_factory=list, description="The indices f of the fragments naming it.")
+    fragments: list[int] = Field(
+        default_factory=list, description="The indices f of the fragments naming it."
+    )
 
 
 class RelationItem(_Answer):
@@ -273,7 +297,14 @@ class EntitiesAnswer(_Answer):
 
 
 ENTITIES_EXAMPLE: tuple[EntitiesContext, dict] = (
-    {"fragments": [{"f": 0, "lines": ["Ben: Acme confirmed Plan B for the renewal.", "Ana: Great, tell Dana in Berlin."]}]},
+    {
+        "fragments": [
+            {
+                "f": 0,
+                "lines": ["Ben: Acme confirmed Plan B for the renewal.", "Ana: Great, tell Dana in Berlin."],
+            }
+        ]
+    },
     {
         "entities": [
             {"name": "Acme", "fragments": [0]},
@@ -319,8 +350,14 @@ class Judgement(_Answer):
     def _fold(cls, v: object) -> object:
         if isinstance(v, str):
             v = v.strip().lower()
-            return {"update": "updates", "supersedes": "updates", "replaces": "updates", "contradict": "contradicts",
-                    "none": "unrelated", "no": "unrelated"}.get(v, v)
+            return {
+                "update": "updates",
+                "supersedes": "updates",
+                "replaces": "updates",
+                "contradict": "contradicts",
+                "none": "unrelated",
+                "no": "unrelated",
+            }.get(v, v)
         return v
 
 
@@ -336,7 +373,9 @@ UPDATES_EXAMPLE: tuple[UpdatesContext, dict] = (
             {"n": 0, "time": "2025-03-01", "text": "Ana and Ben chose Plan A for the launch."},
             {"n": 1, "time": "2025-03-02", "text": "Ben booked the noodle place for lunch."},
         ],
-        "new": [{"n": 2, "time": "2025-03-09", "text": "Ana paused Plan A; the launch goes with Plan B instead."}],
+        "new": [
+            {"n": 2, "time": "2025-03-09", "text": "Ana paused Plan A; the launch goes with Plan B instead."}
+        ],
     },
     {"judgements": [{"new": 2, "earlier": 0, "verdict": "updates"}]},
 )

@@ -42,19 +42,39 @@ def export_hierarchy(graph: MemoryGraph) -> dict[str, Any]:
     for c in sorted(graph.nodes(NodeKind.CONCEPT), key=_key):
         subs = []
         for s in sorted((k for k in graph.children(c.id) if k.kind == NodeKind.SUBTOPIC), key=_key):
-            frags = [{"id": f.id, "label": f.label, "summary": f.summary}
-                     for f in sorted(graph.children(s.id), key=_key) if f.kind == NodeKind.FRAGMENT]
+            frags = [
+                {"id": f.id, "label": f.label, "summary": f.summary}
+                for f in sorted(graph.children(s.id), key=_key)
+                if f.kind == NodeKind.FRAGMENT
+            ]
             subs.append({"id": s.id, "label": s.label, "fragments": frags})
         concepts.append({"id": c.id, "label": c.label, "subtopics": subs})
     orphans = [f for f in graph.nodes(NodeKind.FRAGMENT) if graph.parent(f.id) is None]
     loose_subs = [s for s in graph.nodes(NodeKind.SUBTOPIC) if graph.parent(s.id) is None]
     if orphans or loose_subs:
-        subs = [{"id": s.id, "label": s.label, "fragments": [
-            {"id": f.id, "label": f.label, "summary": f.summary} for f in sorted(graph.children(s.id), key=_key)
-            if f.kind == NodeKind.FRAGMENT]} for s in sorted(loose_subs, key=_key)]
+        subs = [
+            {
+                "id": s.id,
+                "label": s.label,
+                "fragments": [
+                    {"id": f.id, "label": f.label, "summary": f.summary}
+                    for f in sorted(graph.children(s.id), key=_key)
+                    if f.kind == NodeKind.FRAGMENT
+                ],
+            }
+            for s in sorted(loose_subs, key=_key)
+        ]
         if orphans:
-            subs.append({"id": None, "label": "unfiled", "fragments": [
-                {"id": f.id, "label": f.label, "summary": f.summary} for f in sorted(orphans, key=_key)]})
+            subs.append(
+                {
+                    "id": None,
+                    "label": "unfiled",
+                    "fragments": [
+                        {"id": f.id, "label": f.label, "summary": f.summary}
+                        for f in sorted(orphans, key=_key)
+                    ],
+                }
+            )
         concepts.append({"id": None, "label": "unfiled", "subtopics": subs})
     return {"format": FORMAT, "namespace": graph.namespace, "concepts": concepts}
 
@@ -137,8 +157,11 @@ def _check(graph: MemoryGraph, doc: Any) -> None:
         raise ReviewError(f"not a {FORMAT} document")
     seen: dict[str, str] = {}
     for c in doc["concepts"]:
-        entries = [("concept", c)] + [("subtopic", s) for s in c.get("subtopics", [])] + [
-            ("fragment", f) for s in c.get("subtopics", []) for f in s.get("fragments", [])]
+        entries = (
+            [("concept", c)]
+            + [("subtopic", s) for s in c.get("subtopics", [])]
+            + [("fragment", f) for s in c.get("subtopics", []) for f in s.get("fragments", [])]
+        )
         for level, e in entries:
             nid = e.get("id")
             if level != "fragment" and not str(e.get("label") or "").strip() and nid is None:
@@ -158,7 +181,9 @@ def _check(graph: MemoryGraph, doc: Any) -> None:
                 raise ReviewError(f"{nid!r} is a {kind}, listed as a {level}")
     missing = [f.id for f in graph.nodes(NodeKind.FRAGMENT) if f.id not in seen]
     if missing:
-        raise ReviewError(f"fragment(s) {missing[:5]} are missing from the document; fragments are never dropped")
+        raise ReviewError(
+            f"fragment(s) {missing[:5]} are missing from the document; fragments are never dropped"
+        )
 
 
 def _new_id(graph: MemoryGraph, prefix: str, seed: str) -> str:
@@ -189,8 +214,11 @@ def apply_hierarchy(graph: MemoryGraph, doc: dict) -> dict[str, int]:
     """
     _check(graph, doc)
     stats = {"renamed": 0, "moved": 0, "created": 0, "removed": 0}
-    old_parents = {n.id: (graph.parent(n.id).id if graph.parent(n.id) else None)
-                   for n in graph.nodes() if n.kind in (NodeKind.SUBTOPIC, NodeKind.FRAGMENT)}
+    old_parents = {
+        n.id: (graph.parent(n.id).id if graph.parent(n.id) else None)
+        for n in graph.nodes()
+        if n.kind in (NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
+    }
     for c in doc["concepts"]:
         subs = c.get("subtopics", [])
         first_frag = next((f["id"] for s in subs for f in s.get("fragments", [])), None)
@@ -198,9 +226,17 @@ def apply_hierarchy(graph: MemoryGraph, doc: dict) -> dict[str, int]:
         if cid is None and c.get("label") != "unfiled":
             seed = graph.get(first_frag) if first_frag else None
             cid = _new_id(graph, "c", first_frag or "new")
-            graph.add_node(Node(cid, NodeKind.CONCEPT, c["label"].strip(), graph.namespace,
-                                created_at=seed.created_at if seed else None,
-                                event_time=seed.event_time if seed else None, properties={"named_by": "review"}))
+            graph.add_node(
+                Node(
+                    cid,
+                    NodeKind.CONCEPT,
+                    c["label"].strip(),
+                    graph.namespace,
+                    created_at=seed.created_at if seed else None,
+                    event_time=seed.event_time if seed else None,
+                    properties={"named_by": "review"},
+                )
+            )
             stats["created"] += 1
         elif cid is not None and c.get("label") and graph.get(cid).label != c["label"]:
             graph.get(cid).label = c["label"]
@@ -216,9 +252,17 @@ def apply_hierarchy(graph: MemoryGraph, doc: dict) -> dict[str, int]:
                     continue
                 seed = graph.get(frags[0]) if frags else None
                 sid = _new_id(graph, "s", frags[0] if frags else "new")
-                graph.add_node(Node(sid, NodeKind.SUBTOPIC, s["label"].strip(), graph.namespace,
-                                    created_at=seed.created_at if seed else None,
-                                    event_time=seed.event_time if seed else None, properties={"named_by": "review"}))
+                graph.add_node(
+                    Node(
+                        sid,
+                        NodeKind.SUBTOPIC,
+                        s["label"].strip(),
+                        graph.namespace,
+                        created_at=seed.created_at if seed else None,
+                        event_time=seed.event_time if seed else None,
+                        properties={"named_by": "review"},
+                    )
+                )
                 stats["created"] += 1
             elif s.get("label") and graph.get(sid).label != s["label"]:
                 graph.get(sid).label = s["label"]

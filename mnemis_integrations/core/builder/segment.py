@@ -81,7 +81,13 @@ def segment(
         cut = False
         m_tokens = size(f"{m.speaker}: {m.text}") if size else 0
         if cur_len:
-            if cur_len >= max_messages or size and cur_tokens + m_tokens > max_tokens or last_msg is not None and _gap_minutes(last_msg.timestamp, m.timestamp) > time_gap_minutes:
+            if (
+                cur_len >= max_messages
+                or size
+                and cur_tokens + m_tokens > max_tokens
+                or last_msg is not None
+                and _gap_minutes(last_msg.timestamp, m.timestamp) > time_gap_minutes
+            ):
                 cut = True
             elif cur_len >= min_messages:
                 centroid = cur_sum / (np.linalg.norm(cur_sum) or 1.0)

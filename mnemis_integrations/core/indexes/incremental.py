@@ -42,7 +42,11 @@ def full_group(kind: NodeKind) -> str:
 
 def _is_open(node: Node) -> bool:
     # A compaction overview is never continued: its messages must stay those of its originals.
-    return node.kind == NodeKind.FRAGMENT and node.status == Status.ACTIVE and "overview_of" not in node.properties
+    return (
+        node.kind == NodeKind.FRAGMENT
+        and node.status == Status.ACTIVE
+        and "overview_of" not in node.properties
+    )
 
 
 class BuildIndex:
@@ -254,7 +258,11 @@ class BuildIndex:
         return {e: len(self._mentions[e]) for e in entity_ids if e in self._mentions}
 
     def references(
-        self, st: NamespaceState, entity_ids: Iterable[str], limit: int, skip: Callable[[str], bool] | None = None
+        self,
+        st: NamespaceState,
+        entity_ids: Iterable[str],
+        limit: int,
+        skip: Callable[[str], bool] | None = None,
     ) -> list[str]:
         """``pick_references(entity_ids, candidates, limit)`` over every node mentioning one of
         ``entity_ids`` (those ``skip`` rejects left out): most entities shared first, ties by id.
@@ -264,7 +272,9 @@ class BuildIndex:
         the id-sorted lists, read from the start only until ``limit`` are found.
         """
         self.ready(st)
-        ents = sorted((e for e in set(entity_ids) if self._mentions.get(e)), key=lambda e: len(self._mentions[e]))
+        ents = sorted(
+            (e for e in set(entity_ids) if self._mentions.get(e)), key=lambda e: len(self._mentions[e])
+        )
         sets = [self._mentions[e] for e in ents]
         multi: set[str] = set()
         for i, a in enumerate(sets):
@@ -331,8 +341,15 @@ class BuildIndex:
             return {}
         return {f: st.mentioned_ids(f) for f in fragment_ids}
 
-    def forgotten(self, st: NamespaceState, messages, before: dict[str, list[str]],
-                  renamed: dict[str, str], removed_entities, reactivated) -> None:
+    def forgotten(
+        self,
+        st: NamespaceState,
+        messages,
+        before: dict[str, list[str]],
+        renamed: dict[str, str],
+        removed_entities,
+        reactivated,
+    ) -> None:
         """Follow a forget instead of rebuilding: ``messages`` left the state; the fragments in
         ``before`` (ids as they were) changed, were renamed (``renamed``) or went; entities went."""
         if not self._built or not before:

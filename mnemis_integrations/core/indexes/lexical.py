@@ -79,8 +79,10 @@ class LexicalIndex:
         arrays = self._arrays.get(term)
         if arrays is None:
             posting = self._postings[term]
-            arrays = (np.fromiter(posting.keys(), np.int64, len(posting)),
-                      np.fromiter(posting.values(), np.float32, len(posting)))
+            arrays = (
+                np.fromiter(posting.keys(), np.int64, len(posting)),
+                np.fromiter(posting.values(), np.float32, len(posting)),
+            )
             self._arrays[term] = arrays
         return arrays
 

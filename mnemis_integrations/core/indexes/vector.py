@@ -69,7 +69,9 @@ class VectorIndex:
         present = [j for j, k in enumerate(keys) if k in self._ids]
         if present:
             ids = np.fromiter((self._ids[keys[j]] for j in present), dtype=np.int64, count=len(present))
-            self._sum += vectors[present].sum(axis=0, dtype=np.float64) - self._rows(ids).sum(axis=0, dtype=np.float64)
+            self._sum += vectors[present].sum(axis=0, dtype=np.float64) - self._rows(ids).sum(
+                axis=0, dtype=np.float64
+            )
             self._storage()[self._positions()[ids]] = vectors[present]
             if self._ann is not None:
                 self._ann.remove(ids)
@@ -140,7 +142,11 @@ class VectorIndex:
             faiss = faiss_module()
             batch = faiss.IDSelectorBatch(np.fromiter(self._dead, dtype=np.int64, count=len(self._dead)))
             not_dead = faiss.IDSelectorNot(batch)
-            self._skip = (faiss.SearchParameters(sel=not_dead), not_dead, batch)  # selectors must outlive the params
+            self._skip = (
+                faiss.SearchParameters(sel=not_dead),
+                not_dead,
+                batch,
+            )  # selectors must outlive the params
         return self._skip[0]
 
     def mean(self) -> np.ndarray:
@@ -150,7 +156,9 @@ class VectorIndex:
         >>> idx.mean().tolist()
         [1.0, 0.0]
         """
-        return (self._sum / len(self._ids)).astype(np.float32) if self._ids else np.zeros(self.dim, np.float32)
+        return (
+            (self._sum / len(self._ids)).astype(np.float32) if self._ids else np.zeros(self.dim, np.float32)
+        )
 
     def get(self, key: str) -> np.ndarray:
         return self._index.reconstruct(self._ids[key])

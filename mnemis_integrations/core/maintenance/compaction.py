@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class OverviewPlan:
     """One overview to create: ``members`` (fragment ids, time order) of ``subtopic_id``."""
@@ -94,7 +93,8 @@ def plan_compaction(
     subs = sorted(graph.nodes(NodeKind.SUBTOPIC), key=lambda n: n.id)
     for sub in subs:
         old = [
-            c for c in graph.children(sub.id)
+            c
+            for c in graph.children(sub.id)
             if c.kind == NodeKind.FRAGMENT
             and c.status in (Status.ACTIVE, Status.SUPERSEDED)
             and not is_overview(c)
@@ -137,9 +137,16 @@ def _archive_node(graph: MemoryGraph, sub: Node, when: datetime | None) -> str:
     aid = f"a:{sub.id}"
     if not graph.has(aid):
         graph.add_node(
-            Node(id=aid, kind=NodeKind.ARCHIVE, label="Archive", namespace=sub.namespace,
-                 summary=f"archived fragments of {sub.label}", status=Status.ARCHIVED,
-                 created_at=when, event_time=when)
+            Node(
+                id=aid,
+                kind=NodeKind.ARCHIVE,
+                label="Archive",
+                namespace=sub.namespace,
+                summary=f"archived fragments of {sub.label}",
+                status=Status.ARCHIVED,
+                created_at=when,
+                event_time=when,
+            )
         )
         graph.add_edge(Edge(aid, sub.id, EdgeKind.BELONGS_TO, created_at=when))
     return aid
@@ -188,7 +195,9 @@ def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> 
     return node
 
 
-def compact_graph(graph: MemoryGraph, before: datetime, *, min_group: int = 2, max_messages: int = 16) -> CompactionReport:
+def compact_graph(
+    graph: MemoryGraph, before: datetime, *, min_group: int = 2, max_messages: int = 16
+) -> CompactionReport:
     """Merge old fragments into overviews and archive the originals, in place.
 
     Returns:
@@ -226,13 +235,17 @@ def compact_graph(graph: MemoryGraph, before: datetime, *, min_group: int = 2, m
                     continue
                 dst = _resolve(graph, e.dst, moved)
                 if dst != ov.id:
-                    graph.add_edge(Edge(ov.id, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+                    graph.add_edge(
+                        Edge(ov.id, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at)
+                    )
             for e in graph.in_edges(m):
                 if e.kind == EdgeKind.BELONGS_TO:
                     continue
                 src = _resolve(graph, e.src, moved)
                 if src != ov.id:
-                    graph.add_edge(Edge(src, ov.id, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+                    graph.add_edge(
+                        Edge(src, ov.id, e.kind, label=e.label, weight=e.weight, created_at=e.created_at)
+                    )
     # Then move the originals under the archive node.
     for plan, ov in overviews:
         sub = graph.get(plan.subtopic_id)
@@ -276,8 +289,12 @@ def uncompact_graph(graph: MemoryGraph, overview_ids: list[str] | None = None) -
     # Newest overviews first, so an overview nested in a later one is itself restored afterwards.
     for ov in sorted(targets, key=lambda n: n.id, reverse=True):
         members = [m for m in ov.properties.get(OVERVIEW_OF, []) if graph.has(m)]
-        late = [e for e in graph.in_edges(ov.id, EdgeKind.UPDATES)
-                if e.src not in members and not any(graph.g.has_edge(e.src, m, EdgeKind.UPDATES.value) for m in members)]
+        late = [
+            e
+            for e in graph.in_edges(ov.id, EdgeKind.UPDATES)
+            if e.src not in members
+            and not any(graph.g.has_edge(e.src, m, EdgeKind.UPDATES.value) for m in members)
+        ]
         for m in members:
             node = graph.get(m)
             sub_id = node.properties.pop(ARCHIVED_FROM, None)

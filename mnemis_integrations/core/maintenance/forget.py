@@ -29,8 +29,8 @@ from ..config import BuildConfig
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
-from ..text import content_words
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
+from ..text import content_words
 from .compaction import refresh_overview
 
 __all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
@@ -105,7 +105,9 @@ def forget_messages(
     for t in set().union(*old_tokens.values()):
         if st.df.get(t, 1) <= 0:
             del st.df[t]
-    renamed = _rename_ids_made_from(st, {f for f in holders if g.has(f)} | {p for p in parents if g.has(p)}, drop)
+    renamed = _rename_ids_made_from(
+        st, {f for f in holders if g.has(f)} | {p for p in parents if g.has(p)}, drop
+    )
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
     relabel(st, alive)
@@ -131,7 +133,9 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragm
     frag.event_time = msgs[-1].timestamp or frag.event_time
     frag.keywords = keywords_for([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
     if TOPIC_WORDS in frag.properties:
-        frag.properties[TOPIC_WORDS] = topic_words([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
+        frag.properties[TOPIC_WORDS] = topic_words(
+            [m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment
+        )
         g.touch(frag.id)
     labels = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
     frag.summary = summary_line(msgs, labels, frag.keywords)
@@ -240,8 +244,17 @@ def _rename(st: NamespaceState, old: str, new: str) -> None:
     g.add_node(node)
     for e in edges:
         src, dst = (new if e.src == old else e.src), (new if e.dst == old else e.dst)
-        g.add_edge(Edge(src, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at,
-                        properties=dict(e.properties)))
+        g.add_edge(
+            Edge(
+                src,
+                dst,
+                e.kind,
+                label=e.label,
+                weight=e.weight,
+                created_at=e.created_at,
+                properties=dict(e.properties),
+            )
+        )
     for other in referrers:
         props = other.properties
         for key in (ARCHIVED_IN, ARCHIVED_FROM):

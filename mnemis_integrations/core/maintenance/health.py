@@ -38,8 +38,27 @@ __all__ = [
 MAX_SPAN_DAYS = 14.0
 
 # Words after a company name that do not make it another company.
-_LEGAL_SUFFIXES = frozenset({"inc", "inc.", "corp", "corp.", "corporation", "co", "co.", "ltd", "ltd.", "llc", "gmbh",
-                             "plc", "ag", "sa", "公司", "有限公司", "集团"})
+_LEGAL_SUFFIXES = frozenset(
+    {
+        "inc",
+        "inc.",
+        "corp",
+        "corp.",
+        "corporation",
+        "co",
+        "co.",
+        "ltd",
+        "ltd.",
+        "llc",
+        "gmbh",
+        "plc",
+        "ag",
+        "sa",
+        "公司",
+        "有限公司",
+        "集团",
+    }
+)
 
 VectorsOf = Callable[[list[str]], np.ndarray]
 
@@ -74,7 +93,9 @@ class HealthReport:
 
     @property
     def ok(self) -> bool:
-        return not (self.subtopics or self.oversized_concepts or self.orphan_fragments or self.duplicate_entities)
+        return not (
+            self.subtopics or self.oversized_concepts or self.orphan_fragments or self.duplicate_entities
+        )
 
     @property
     def broken(self) -> bool:
@@ -173,10 +194,13 @@ def plan_split(
         labels = _two_means(np.asarray(vectors, dtype=np.float64))
         groups = [[i for i, lab in zip(ids, labels) if lab == k] for k in (0, 1)]
         return [g for g in groups if g] if all(groups) else [list(ids)]
-    order = sorted(range(len(ids)), key=lambda i: (times[i] is None, times[i].timestamp() if times[i] else 0.0, ids[i]))
+    order = sorted(
+        range(len(ids)), key=lambda i: (times[i] is None, times[i].timestamp() if times[i] else 0.0, ids[i])
+    )
     ts = [times[i] for i in order]
     gaps = sorted(
-        (((ts[k + 1] - ts[k]).total_seconds() if ts[k] and ts[k + 1] else 0.0), k) for k in range(len(order) - 1)
+        (((ts[k + 1] - ts[k]).total_seconds() if ts[k] and ts[k + 1] else 0.0), k)
+        for k in range(len(order) - 1)
     )
     cuts: list[int] = []
     for _, k in reversed(gaps):
@@ -261,7 +285,9 @@ def check_health(
             continue
         span = span_days([t for f in frags for t in (f.created_at, f.event_time)])
         coh = cohesion(vectors_of([f.id for f in frags]))
-        reasons = tuple(r for r, bad in (("long_span", span > max_span_days), ("low_cohesion", coh < min_cohesion)) if bad)
+        reasons = tuple(
+            r for r, bad in (("long_span", span > max_span_days), ("low_cohesion", coh < min_cohesion)) if bad
+        )
         if reasons:
             subs.append(SubtopicIssue(s.id, s.label, reasons, round(span, 2), round(coh, 4), len(frags)))
     concepts = []
@@ -271,7 +297,11 @@ def check_health(
         if len(kids) > max_concept_subtopics or n_frag > max_concept_fragments:
             concepts.append(ConceptIssue(c.id, c.label, len(kids), n_frag))
     orphans = tuple(
-        sorted(f.id for f in graph.nodes(NodeKind.FRAGMENT) if f.status != Status.ARCHIVED and graph.parent(f.id) is None)
+        sorted(
+            f.id
+            for f in graph.nodes(NodeKind.FRAGMENT)
+            if f.status != Status.ARCHIVED and graph.parent(f.id) is None
+        )
     )
     dups = duplicate_entities({e.id: e.label for e in graph.nodes(NodeKind.ENTITY)})
     return HealthReport(graph.namespace, tuple(subs), tuple(concepts), orphans, tuple(dups))
@@ -312,8 +342,13 @@ def rebalance_graph(
         sub = graph.get(issue.node_id)
         frags = sorted(_live_children(graph, sub.id, NodeKind.FRAGMENT), key=lambda f: f.id)
         by = "time" if "long_span" in issue.reasons else "vector"
-        groups = plan_split([f.id for f in frags], [f.created_at for f in frags], vectors_of([f.id for f in frags]),
-                            max_span_days=max_span_days, by=by)
+        groups = plan_split(
+            [f.id for f in frags],
+            [f.created_at for f in frags],
+            vectors_of([f.id for f in frags]),
+            max_span_days=max_span_days,
+            by=by,
+        )
         if len(groups) < 2:
             continue
         concept = graph.parent(sub.id)
@@ -324,12 +359,17 @@ def rebalance_graph(
             while graph.has(nid):
                 nid += "'"
             times = [m.created_at for m in members if m.created_at]
-            new = Node(id=nid, kind=NodeKind.SUBTOPIC, label=label(members) if label else sub.label,
-                       namespace=graph.namespace, keywords=list(sub.keywords),
-                       summary="; ".join(m.summary for m in members[-3:]),
-                       created_at=min(times) if times else sub.created_at,
-                       event_time=max((m.event_time for m in members if m.event_time), default=sub.event_time),
-                       properties={"split_from": sub.id})
+            new = Node(
+                id=nid,
+                kind=NodeKind.SUBTOPIC,
+                label=label(members) if label else sub.label,
+                namespace=graph.namespace,
+                keywords=list(sub.keywords),
+                summary="; ".join(m.summary for m in members[-3:]),
+                created_at=min(times) if times else sub.created_at,
+                event_time=max((m.event_time for m in members if m.event_time), default=sub.event_time),
+                properties={"split_from": sub.id},
+            )
             graph.add_node(new)
             if concept is not None:
                 graph.add_edge(Edge(nid, concept.id, EdgeKind.BELONGS_TO, created_at=new.created_at))

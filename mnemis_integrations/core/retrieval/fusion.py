@@ -177,7 +177,9 @@ def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tup
     return out, moved
 
 
-def mmr_order(ranked: list[str], scores: dict[str, float], vectors: np.ndarray, weight: float, limit: int) -> list[str]:
+def mmr_order(
+    ranked: list[str], scores: dict[str, float], vectors: np.ndarray, weight: float, limit: int
+) -> list[str]:
     """Greedy maximal marginal relevance over the first ``limit`` of ``ranked``.
 
     ``vectors`` holds one row per id of ``ranked[:limit]``, L2-normalised. Each step takes the

@@ -19,7 +19,15 @@ from ..state import NamespaceState
 from ..text import content_words, has_cjk, normalise_name
 from .cache import fragment_count, is_large, memo
 
-__all__ = ["DECAYS", "RelationResult", "decay", "grade_by_match", "relation_path", "semantic_match", "term_match"]
+__all__ = [
+    "DECAYS",
+    "RelationResult",
+    "decay",
+    "grade_by_match",
+    "relation_path",
+    "semantic_match",
+    "term_match",
+]
 
 
 def _inverse(d: int) -> float:
@@ -69,10 +77,14 @@ def _fade(st: NamespaceState, cfg: RelationConfig):
         return max((n.event_time for n in st.graph.nodes() if n.event_time), default=None)
 
     newest = memo(st, "newest_event", None, newest_event) if is_large(st) else newest_event()
-    return lambda nid: half_life_weight(age_days(st.graph.get(nid).event_time, newest), cfg.decay_half_life_days)
+    return lambda nid: half_life_weight(
+        age_days(st.graph.get(nid).event_time, newest), cfg.decay_half_life_days
+    )
 
 
-def bfs_layers(g: nx.MultiDiGraph, source: str, kinds: Iterable[EdgeKind | str], max_depth: int) -> Iterator[list[str]]:
+def bfs_layers(
+    g: nx.MultiDiGraph, source: str, kinds: Iterable[EdgeKind | str], max_depth: int
+) -> Iterator[list[str]]:
     """Breadth-first layers from ``source`` over edges of the given kinds, both directions,
     up to ``max_depth``: the layers ``nx.bfs_layers(MemoryGraph.edge_view(kinds), [source])``
     gives, without building a filtered view (which re-filters every edge on every step).
@@ -158,7 +170,9 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
         found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
     if not found:
         return RelationResult({}, {}, {}, 0)
-    counts = memo(st, "entity_counts", None, st.entity_fragment_counts) if large else st.entity_fragment_counts()
+    counts = (
+        memo(st, "entity_counts", None, st.entity_fragment_counts) if large else st.entity_fragment_counts()
+    )
     n_frag = fragment_count(st)
     seeds: dict[str, float] = {}
     common = []

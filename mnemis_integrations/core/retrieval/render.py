@@ -37,8 +37,13 @@ def render(
         lines = [head] + [f"{m.speaker}: {m.text}" for m in msgs]
         return "\n".join(lines), tuple(m.id for m in msgs)
     if node.kind == NodeKind.SUBTOPIC and as_of is not None:
-        done = [k for k in st.graph.children(node.id) if k.kind == NodeKind.FRAGMENT
-                and (k.created_at is None or k.created_at <= as_of) and (k.event_time is None or k.event_time <= as_of)]
+        done = [
+            k
+            for k in st.graph.children(node.id)
+            if k.kind == NodeKind.FRAGMENT
+            and (k.created_at is None or k.created_at <= as_of)
+            and (k.event_time is None or k.event_time <= as_of)
+        ]
         summary = "; ".join(k.summary for k in done[-3:])
         return (f"{' > '.join(path)}: {summary}" if summary else " > ".join(path)), ()
     if node.kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE):

@@ -132,6 +132,9 @@ def metadata_of(messages: Iterable[Message]) -> tuple[dict[str, Any], dict[str, 
     if not per or len(per) < len(shown):
         return {}, per
     first, *rest = per.values()
-    shared = {k: v for k, v in first.items()
-              if all(k in md and type(md[k]) is type(v) and md[k] == v for md in rest)}
+    shared = {
+        k: v
+        for k, v in first.items()
+        if all(k in md and type(md[k]) is type(v) and md[k] == v for md in rest)
+    }
     return shared, per

@@ -49,7 +49,8 @@ def scope_of(st: NamespaceState, flt: MetadataFilter, as_of: datetime | None) ->
 
 def _compute(st: NamespaceState, flt: MetadataFilter, as_of: datetime | None) -> Scope:
     messages = frozenset(
-        m.id for m in st.messages.values()
+        m.id
+        for m in st.messages.values()
         if flt.matches(m.metadata) and (as_of is None or m.timestamp is None or m.timestamp <= as_of)
     )
     nodes: set[str] = set()

@@ -10,9 +10,9 @@ import numpy as np
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
-from ..temporal import status_at, visible_successors
 from ..model import NodeKind, Status
 from ..state import NamespaceState
+from ..temporal import status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
@@ -28,7 +28,9 @@ _QWORDS = re.compile(r"[A-Za-z0-9'’]+|[\u4e00-\u9fff]{1,2}")
 _HIERARCHY = (NodeKind.CONCEPT, NodeKind.SUBTOPIC, NodeKind.FRAGMENT)
 
 
-def _visible(st: NamespaceState, as_of: datetime | None, include_archived: bool) -> tuple[set[str], dict[str, Status]]:
+def _visible(
+    st: NamespaceState, as_of: datetime | None, include_archived: bool
+) -> tuple[set[str], dict[str, Status]]:
     """Hierarchy nodes a search may return, and each one's status at ``as_of``."""
     # Validity intervals and compaction: see maintenance.supersede.status_at (issue #7).
     allowed, status = set(), {}
@@ -59,7 +61,9 @@ def _named_speakers(st: NamespaceState, query: str) -> frozenset[str]:
     return frozenset(s for s in speakers if s and re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", low))
 
 
-def _focus(st: NamespaceState, shown: tuple[str, ...], scores: dict[str, float], named: frozenset[str]) -> tuple[str, ...]:
+def _focus(
+    st: NamespaceState, shown: tuple[str, ...], scores: dict[str, float], named: frozenset[str]
+) -> tuple[str, ...]:
     """A fragment's messages in the order a budget keeps them: a named speaker's own first, then by match.
 
     On LoCoMo dev, putting the named speaker's messages first added 1.4 points of recall at 512 tokens.
@@ -108,11 +112,22 @@ def dual_path_search(
         allowed = allowed & scope.nodes
     if not allowed:
         return []
-    threshold = config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
+    threshold = (
+        config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
+    )
     rel = relation_path(st, query, config.relation, allowed)
-    sem = semantic_path(st, qvec, query, config.semantic, threshold, allowed, lexical_skip=rel.common, extra=rel.scores,
-                        messages=scope.messages if scope is not None else None,
-                        visible_key=visible_key if scope is None else None)
+    sem = semantic_path(
+        st,
+        qvec,
+        query,
+        config.semantic,
+        threshold,
+        allowed,
+        lexical_skip=rel.common,
+        extra=rel.scores,
+        messages=scope.messages if scope is not None else None,
+        visible_key=visible_key if scope is None else None,
+    )
 
     if config.relation.match_weight > 0 and rel.scores:
         if config.relation.match_by == "terms":
@@ -128,7 +143,9 @@ def dual_path_search(
     if fallback:
         alpha = 1.0
     else:
-        alpha = alpha_for(config.fusion.alpha_rule, rel.n_entities_in_query, n_words, config.fusion.fixed_alpha)
+        alpha = alpha_for(
+            config.fusion.alpha_rule, rel.n_entities_in_query, n_words, config.fusion.fixed_alpha
+        )
     fused = fuse(sem_n, rel_n, alpha)
     if fallback and config.fusion.recency_weight > 0:
         # Prefer the most recent nodes, so a stale fact is never presented as the current state.
@@ -140,8 +157,10 @@ def dual_path_search(
             fused[nid] *= config.fusion.parent_weight
 
     ranked = sorted(fused, key=lambda i: (-fused[i], i))
-    sources = {i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
-               for i in ranked}
+    sources = {
+        i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
+        for i in ranked
+    }
     if config.fusion.collapse_overlap:
         ranked = collapse_overlaps(ranked, sources)
     if config.fusion.diversity > 0:
@@ -150,7 +169,9 @@ def dual_path_search(
         # e5-style embedders share a large common direction; centring spreads cosines so the penalty bites.
         vecs = vecs - vecs.mean(axis=0, keepdims=True)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
-        ranked = mmr_order(head, fused, vecs, config.fusion.diversity, len(head)) + [i for i in ranked if i not in set(head)]
+        ranked = mmr_order(head, fused, vecs, config.fusion.diversity, len(head)) + [
+            i for i in ranked if i not in set(head)
+        ]
     ranked = ranked[:k]
 
     # Supplementary recall: never fewer than min_results when the memory holds that many.

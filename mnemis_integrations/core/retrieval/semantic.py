@@ -26,7 +26,9 @@ class SemanticResult:
     message_scores: dict[str, float] = field(default_factory=dict)  # message id -> its own match to the query
 
 
-def fragment_similarity_reference(msg_sims: dict[str, float], frag_sources: list[str], centroid_sim: float, w: float) -> float:
+def fragment_similarity_reference(
+    msg_sims: dict[str, float], frag_sources: list[str], centroid_sim: float, w: float
+) -> float:
     """Readable reference of the fragment score used (vectorised) in :func:`semantic_path`.
 
     >>> fragment_similarity_reference({"m1": 0.9, "m2": 0.5}, ["m1", "m2"], 0.7, 0.5)
@@ -43,7 +45,9 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.ones_like(values)
 
 
-def _rrf(dense: np.ndarray, lexical: np.ndarray, is_fragment: np.ndarray, lw: float, k: int = 60) -> np.ndarray:
+def _rrf(
+    dense: np.ndarray, lexical: np.ndarray, is_fragment: np.ndarray, lw: float, k: int = 60
+) -> np.ndarray:
     """Reciprocal-rank fusion of the dense and BM25 orders, rescaled to [0, 1].
 
     >>> _rrf(np.array([0.9, 0.8]), np.array([0.0, 1.0]), np.array([True, True]), 0.5).round(3).tolist()
@@ -115,13 +119,17 @@ def semantic_path(
     if cfg.speaker_boost > 0 and lexical_skip and msg_sims:
         named = {n.lower() for n in lexical_skip}
         bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
-        msg_sims = {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
+        msg_sims = {
+            m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()
+        }
     result = _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
     result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
     return result
 
 
-def _message_scores(msg_sims: dict[str, float], lex: dict[str, float], lex_max: float, lw: float) -> dict[str, float]:
+def _message_scores(
+    msg_sims: dict[str, float], lex: dict[str, float], lex_max: float, lw: float
+) -> dict[str, float]:
     """Each scored message's match, mixed as fragments are: normalised cosine and BM25.
 
     >>> _message_scores({"a": 0.8, "b": 0.9}, {"a": 2.0}, 2.0, 0.5)
@@ -131,7 +139,10 @@ def _message_scores(msg_sims: dict[str, float], lex: dict[str, float], lex_max: 
         return {}
     ids = list(msg_sims)
     norm = _minmax(np.fromiter((msg_sims[i] for i in ids), np.float64, len(ids)))
-    return {i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0)) for i, n in zip(ids, norm)}
+    return {
+        i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0))
+        for i, n in zip(ids, norm)
+    }
 
 
 def _sample(allowed: Collection[str], n: int) -> list[str]:
@@ -141,8 +152,13 @@ def _sample(allowed: Collection[str], n: int) -> list[str]:
 
 
 def _coarse(
-    st: NamespaceState, qvec: np.ndarray, allowed: set[str], lex: dict[str, float], extra: Iterable[str],
-    messages: Collection[str] | None = None, visible_key: Hashable | None = None,
+    st: NamespaceState,
+    qvec: np.ndarray,
+    allowed: set[str],
+    lex: dict[str, float],
+    extra: Iterable[str],
+    messages: Collection[str] | None = None,
+    visible_key: Hashable | None = None,
 ) -> tuple[list[str], dict[str, float], dict[str, float]]:
     """Stage one of the funnel: candidate node ids, with exact node and message cosines for them."""
     if messages is None:
@@ -151,7 +167,9 @@ def _coarse(
     else:
         # A filter may leave none of the globally nearest allowed: the nearest inside the scope,
         # from the exact flat index (widened until found, at most about one scan more).
-        cand = dict.fromkeys(k for k, _ in st.node_vectors.nearest(qvec, FUNNEL_NODES, keep=allowed.__contains__))
+        cand = dict.fromkeys(
+            k for k, _ in st.node_vectors.nearest(qvec, FUNNEL_NODES, keep=allowed.__contains__)
+        )
         near = [k for k, _ in st.msg_vectors.nearest(qvec, FUNNEL_MESSAGES, keep=messages.__contains__)]
     for m in near:
         f = st.msg_fragment.get(m)
@@ -183,8 +201,13 @@ def _coarse(
                 parents.append(p)
     ids += parents
     node_sims = dict(zip(ids, st.node_vectors.similarities(qvec, ids).tolist()))
-    msgs = [m for i in ids if st.node(i).kind == NodeKind.FRAGMENT for m in st.node(i).source_ids
-            if m in st.msg_vectors and (messages is None or m in messages)]
+    msgs = [
+        m
+        for i in ids
+        if st.node(i).kind == NodeKind.FRAGMENT
+        for m in st.node(i).source_ids
+        if m in st.msg_vectors and (messages is None or m in messages)
+    ]
     msgs = list(dict.fromkeys(msgs))
     msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist()))
     return ids, node_sims, msg_sims

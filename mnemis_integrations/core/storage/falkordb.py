@@ -176,7 +176,9 @@ class FalkorDBStore:
                 self._db.select_graph(_PREFIX + ns).query(_Q_UPGRADE_1)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
-            raise StoreError(f"FalkorDB at {url!r} has format {version}; this version reads format {FORMAT_VERSION}")
+            raise StoreError(
+                f"FalkorDB at {url!r} has format {version}; this version reads format {FORMAT_VERSION}"
+            )
 
     # ----- meta -----
     def get_meta(self, key: str) -> str | None:
@@ -210,7 +212,7 @@ class FalkorDBStore:
         return None
 
     def namespaces(self) -> list[str]:
-        return sorted(n[len(_PREFIX):] for n in self._db.list_graphs() if n.startswith(_PREFIX))
+        return sorted(n[len(_PREFIX) :] for n in self._db.list_graphs() if n.startswith(_PREFIX))
 
     def version(self, namespace: str) -> int:
         """The namespace's version (0 when absent). One round trip: asked before every call, so
@@ -240,16 +242,37 @@ class FalkorDBStore:
             if self.version(namespace) == before:
                 break
         messages = [
-            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q,
-                               "metadata": json.loads(md) if md else None})
+            Message.from_dict(
+                {
+                    "id": i,
+                    "speaker": s,
+                    "text": t,
+                    "timestamp": ts,
+                    "seq": q,
+                    "metadata": json.loads(md) if md else None,
+                }
+            )
             for i, s, t, ts, q, _, md in rows
         ]
-        arr = np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim) if rows else np.zeros((0, dim), np.float32)
-        return StoredNamespace({"namespace": namespace, "nodes": nodes, "edges": edges}, messages,
-                               [m.id for m in messages], arr, before)
+        arr = (
+            np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim)
+            if rows
+            else np.zeros((0, dim), np.float32)
+        )
+        return StoredNamespace(
+            {"namespace": namespace, "nodes": nodes, "edges": edges},
+            messages,
+            [m.id for m in messages],
+            arr,
+            before,
+        )
 
     def hop_distances(
-        self, namespace: str, seeds: list[str], kinds: list[str], max_hops: int,
+        self,
+        namespace: str,
+        seeds: list[str],
+        kinds: list[str],
+        max_hops: int,
         hierarchy: tuple[str, ...] = ("fragment", "subtopic", "concept"),
     ) -> dict[tuple[str, str], int]:
         """(seed id, node id) -> hops, for hierarchy nodes within ``max_hops`` of each seed over
@@ -257,9 +280,11 @@ class FalkorDBStore:
         if not seeds or not self._exists(_PREFIX + namespace):
             return {}
         q = _Q_HOPS[max(1, min(5, max_hops))]
-        rows = self._db.select_graph(_PREFIX + namespace).ro_query(
-            q, {"seeds": list(seeds), "kinds": list(kinds), "hierarchy": list(hierarchy)}
-        ).result_set
+        rows = (
+            self._db.select_graph(_PREFIX + namespace)
+            .ro_query(q, {"seeds": list(seeds), "kinds": list(kinds), "hierarchy": list(hierarchy)})
+            .result_set
+        )
         return {(sid, nid): int(d) for sid, nid, d in rows if nid != sid}
 
     # ----- writing -----
@@ -271,17 +296,45 @@ class FalkorDBStore:
             "removed_nodes": list(g.removed_nodes),
             "removed_edges": [{"src": s, "dst": d, "key": k} for s, d, k in g.removed_edges],
             "removed_msgs": list(delta.removed_messages),
-            "nodes": [{"id": n.id, "kind": n.kind.value, "status": n.status.value, "ord": new * _ORD_STEP + i,
-                       "data": json.dumps(n.to_dict())} for i, n in enumerate(g.nodes)],
-            "edges": [{"src": e.src, "dst": e.dst, "key": edge_key(e)[2], "kind": e.kind.value, "label": e.label,
-                       "ord": new * _ORD_STEP + i, "data": json.dumps(e.to_dict())} for i, e in enumerate(g.edges)],
-            "msgs": [{"id": m.id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
-                      "timestamp": m.timestamp.isoformat() if m.timestamp else None,
-                      "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None, "vec": _vec_out(v)}
-                     for m, v in zip(delta.new_messages, vectors)],
+            "nodes": [
+                {
+                    "id": n.id,
+                    "kind": n.kind.value,
+                    "status": n.status.value,
+                    "ord": new * _ORD_STEP + i,
+                    "data": json.dumps(n.to_dict()),
+                }
+                for i, n in enumerate(g.nodes)
+            ],
+            "edges": [
+                {
+                    "src": e.src,
+                    "dst": e.dst,
+                    "key": edge_key(e)[2],
+                    "kind": e.kind.value,
+                    "label": e.label,
+                    "ord": new * _ORD_STEP + i,
+                    "data": json.dumps(e.to_dict()),
+                }
+                for i, e in enumerate(g.edges)
+            ],
+            "msgs": [
+                {
+                    "id": m.id,
+                    "seq": m.seq,
+                    "speaker": m.speaker,
+                    "text": m.text,
+                    "timestamp": m.timestamp.isoformat() if m.timestamp else None,
+                    "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
+                    "vec": _vec_out(v),
+                }
+                for m, v in zip(delta.new_messages, vectors)
+            ],
         }
 
-    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+    def write(
+        self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
+    ) -> int:
         """Apply ``delta`` in one query if the namespace is still at ``expected_version``; returns
         the new version.
 

@@ -62,12 +62,20 @@ class InMemoryStore:
             keys = list(ns.vectors)
             vecs = np.stack([ns.vectors[k] for k in keys]) if keys else np.zeros((0, dim), np.float32)
             return StoredNamespace(
-                {"namespace": namespace, "nodes": [json.loads(d) for d in ns.nodes.values()],
-                 "edges": [json.loads(d) for d in ns.edges.values()]},
-                [m.detached() for m in sorted(ns.messages.values(), key=lambda m: m.seq)], keys, vecs, ns.version,
+                {
+                    "namespace": namespace,
+                    "nodes": [json.loads(d) for d in ns.nodes.values()],
+                    "edges": [json.loads(d) for d in ns.edges.values()],
+                },
+                [m.detached() for m in sorted(ns.messages.values(), key=lambda m: m.seq)],
+                keys,
+                vecs,
+                ns.version,
             )
 
-    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+    def write(
+        self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
+    ) -> int:
         with self._lock:
             current = self.version(namespace)
             if current != expected_version:

@@ -75,7 +75,9 @@ class SQLiteStore:
         self.path = str(path)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            self._conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+            )
             self._set_up()
             version = self.get_meta("format_version")
             if version is None:
@@ -86,7 +88,9 @@ class SQLiteStore:
                 logger.info("upgrading memory store %r from format 1 to %s", self.path, FORMAT_VERSION)
                 self._upgrade_from_1()
             elif version != FORMAT_VERSION:
-                raise StoreError(f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}")
+                raise StoreError(
+                    f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}"
+                )
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot open memory store {self.path!r}: {e}") from e
 
@@ -129,7 +133,9 @@ class SQLiteStore:
                 self._put_nodes(namespace, graph["nodes"])
                 self._put_edges(namespace, [Edge.from_dict(e) for e in graph["edges"]])
             seq = self._conn.execute("SELECT coalesce(max(version), 0) FROM versions").fetchone()[0]
-            self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(seq),))
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(seq),)
+            )
             self._conn.execute("DROP TABLE graphs")
             self._conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (FORMAT_VERSION,))
 
@@ -172,7 +178,9 @@ class SQLiteStore:
     def version(self, namespace: str) -> int:
         """The namespace's version (0 when it does not exist)."""
         with self._lock:
-            row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
+            row = self._conn.execute(
+                "SELECT version FROM versions WHERE namespace = ?", (namespace,)
+            ).fetchone()
         return int(row[0]) if row else 0
 
     def _next_version(self, namespace: str, expected: int) -> int:
@@ -186,7 +194,9 @@ class SQLiteStore:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'write_seq'").fetchone()
         new = max(int(row[0]) if row else 0, current) + 1
         self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(new),))
-        self._conn.execute("INSERT OR REPLACE INTO versions (namespace, version) VALUES (?, ?)", (namespace, new))
+        self._conn.execute(
+            "INSERT OR REPLACE INTO versions (namespace, version) VALUES (?, ?)", (namespace, new)
+        )
         return new
 
     @_typed
@@ -194,23 +204,37 @@ class SQLiteStore:
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
+                row = self._conn.execute(
+                    "SELECT version FROM versions WHERE namespace = ?", (namespace,)
+                ).fetchone()
                 if row is None:
                     return None
                 nodes = self._conn.execute(
-                    "SELECT data FROM nodes WHERE namespace = ? ORDER BY rowid", (namespace,)).fetchall()
+                    "SELECT data FROM nodes WHERE namespace = ? ORDER BY rowid", (namespace,)
+                ).fetchall()
                 edges = self._conn.execute(
-                    "SELECT data FROM edges WHERE namespace = ? ORDER BY rowid", (namespace,)).fetchall()
+                    "SELECT data FROM edges WHERE namespace = ? ORDER BY rowid", (namespace,)
+                ).fetchall()
                 msgs = self._conn.execute(
                     "SELECT id, speaker, text, timestamp, seq, metadata FROM messages WHERE namespace = ? ORDER BY seq",
                     (namespace,),
                 ).fetchall()
-                vecs = self._conn.execute("SELECT id, vec FROM vectors WHERE namespace = ?", (namespace,)).fetchall()
+                vecs = self._conn.execute(
+                    "SELECT id, vec FROM vectors WHERE namespace = ?", (namespace,)
+                ).fetchall()
             finally:
                 self._conn.execute("COMMIT")
         messages = [
-            Message.from_dict({"id": i, "speaker": s, "text": t, "timestamp": ts, "seq": q,
-                               "metadata": json.loads(md) if md else None})
+            Message.from_dict(
+                {
+                    "id": i,
+                    "speaker": s,
+                    "text": t,
+                    "timestamp": ts,
+                    "seq": q,
+                    "metadata": json.loads(md) if md else None,
+                }
+            )
             for i, s, t, ts, q, md in msgs
         ]
         keys = [k for k, _ in vecs]
@@ -219,8 +243,11 @@ class SQLiteStore:
             if vecs
             else np.zeros((0, dim), np.float32)
         )
-        graph = {"namespace": namespace, "nodes": [json.loads(r[0]) for r in nodes],
-                 "edges": [json.loads(r[0]) for r in edges]}
+        graph = {
+            "namespace": namespace,
+            "nodes": [json.loads(r[0]) for r in nodes],
+            "edges": [json.loads(r[0]) for r in edges],
+        }
         return StoredNamespace(graph, messages, keys, arr, int(row[0]))
 
     # Upserts keep a row's rowid, so rows read back in the order their elements were first made.
@@ -239,7 +266,9 @@ class SQLiteStore:
         )
 
     @_typed
-    def write(self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None) -> int:
+    def write(
+        self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
+    ) -> int:
         """Apply ``delta`` in one transaction if the namespace is still at ``expected_version``.
 
         Returns the namespace's new version. Raises :class:`ConcurrentWriteError` (writing
@@ -250,25 +279,41 @@ class SQLiteStore:
             version = self._next_version(namespace, expected_version)
             for key, value in (meta or {}).items():
                 self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
-            self._conn.executemany("DELETE FROM nodes WHERE namespace = ? AND id = ?",
-                                   [(namespace, n) for n in g.removed_nodes])
-            self._conn.executemany("DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND key = ?",
-                                   [(namespace, *k) for k in g.removed_edges])
+            self._conn.executemany(
+                "DELETE FROM nodes WHERE namespace = ? AND id = ?", [(namespace, n) for n in g.removed_nodes]
+            )
+            self._conn.executemany(
+                "DELETE FROM edges WHERE namespace = ? AND src = ? AND dst = ? AND key = ?",
+                [(namespace, *k) for k in g.removed_edges],
+            )
             self._put_nodes(namespace, [n.to_dict() for n in g.nodes])
             self._put_edges(namespace, g.edges)
             for table in ("messages", "vectors"):
-                self._conn.executemany(f"DELETE FROM {table} WHERE namespace = ? AND id = ?",
-                                       [(namespace, m) for m in delta.removed_messages])
+                self._conn.executemany(
+                    f"DELETE FROM {table} WHERE namespace = ? AND id = ?",
+                    [(namespace, m) for m in delta.removed_messages],
+                )
             self._conn.executemany(
                 "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(namespace, m.id, m.seq, m.speaker, m.text, m.timestamp.isoformat() if m.timestamp else None,
-                  json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None)
-                 for m in delta.new_messages],
+                [
+                    (
+                        namespace,
+                        m.id,
+                        m.seq,
+                        m.speaker,
+                        m.text,
+                        m.timestamp.isoformat() if m.timestamp else None,
+                        json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
+                    )
+                    for m in delta.new_messages
+                ],
             )
             self._conn.executemany(
                 "INSERT INTO vectors (namespace, id, vec) VALUES (?, ?, ?)",
-                [(namespace, m.id, np.asarray(v, np.float32).tobytes())
-                 for m, v in zip(delta.new_messages, delta.new_vectors if delta.new_messages else [])],
+                [
+                    (namespace, m.id, np.asarray(v, np.float32).tobytes())
+                    for m, v in zip(delta.new_messages, delta.new_vectors if delta.new_messages else [])
+                ],
             )
         return version
 
