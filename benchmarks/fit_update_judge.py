@@ -48,7 +48,7 @@ def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
             continue
         n = i + 1
 
-        def idf(t: str) -> float:
+        def idf(t: str, n: int = n) -> float:
             return math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
 
         mine = sum(idf(t) for t in terms[i])
@@ -111,7 +111,7 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 4000) -> tuple[np.
 def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> tuple[int, int, int]:
     """(correct links, links, messages that replace something) with each message's best candidate linked."""
     best: dict[tuple[str, int], tuple[float, int]] = {}
-    for r, s in zip(rows, scores):
+    for r, s in zip(rows, scores, strict=True):
         if not r["gate"]:
             continue
         k = (r["scenario"], r["i"])

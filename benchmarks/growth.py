@@ -96,7 +96,9 @@ class CachedEmbedder:
         todo = list(dict.fromkeys(t for t in texts if (kind, t) not in self.table))
         fn = self.inner.embed_queries if kind == "q" else self.inner.embed_passages
         for i in range(0, len(todo), batch):
-            self.table.update(((kind, t), v) for t, v in zip(todo[i : i + batch], fn(todo[i : i + batch])))
+            self.table.update(
+                ((kind, t), v) for t, v in zip(todo[i : i + batch], fn(todo[i : i + batch]), strict=True)
+            )
         return len(todo)
 
     def _get(self, kind: str, texts: Any) -> np.ndarray:
@@ -110,7 +112,9 @@ class CachedEmbedder:
         if path and os.path.exists(path):
             z = np.load(path, allow_pickle=False)
             if str(z["embedder_id"]) == self.id:
-                self.table.update(zip(zip(z["kinds"].tolist(), z["texts"].tolist()), z["vectors"]))
+                self.table.update(
+                    zip(zip(z["kinds"].tolist(), z["texts"].tolist(), strict=True), z["vectors"], strict=True)
+                )
 
     def save(self, path: str) -> None:
         if path and self.table:

@@ -75,9 +75,10 @@ def main() -> None:
             f"package {s['package_median_s']:.3f} s, imported: {s['heavy'] or '-'}"
         )
     if "baseline" in results:
+        this, base = results["this"], results["baseline"]
         print(
-            f"ratio this/baseline: wall {results['this']['wall_median_s'] / results['baseline']['wall_median_s']:.2f}, "
-            f"package {results['this']['package_median_s'] / results['baseline']['package_median_s']:.2f}"
+            f"ratio this/baseline: wall {this['wall_median_s'] / base['wall_median_s']:.2f}, "
+            f"package {this['package_median_s'] / base['package_median_s']:.2f}"
         )
 
 

@@ -54,7 +54,7 @@ def leave_one_out(
     picks = []
     for conv in convs:
 
-        def tuned(name: str) -> float:
+        def tuned(name: str, conv: str = conv) -> float:
             rows = [q for c in convs if c != conv for q in runs[name][c]]
             return mean(rows, objective)
 

@@ -393,7 +393,7 @@ def run_one(
     flat = faiss.IndexFlatIP(dim)
     flat.add(np.ascontiguousarray(syn.vectors))
     dense_t, embed_t, dual_t = [], [], []
-    for text, vec in syn.queries:
+    for _, vec in syn.queries:
         t = time.perf_counter()
         flat.search(vec.reshape(1, dim), 10)
         dense_t.append(time.perf_counter() - t)
@@ -416,7 +416,9 @@ def run_one(
         overlaps = []
         try:
             rcache.FUNNEL_MIN_NODES = 10**12
-            for (text, _), funnel_ids in list(zip(syn.queries, hits_per_query))[:agreement_queries]:
+            for (text, _), funnel_ids in list(zip(syn.queries, hits_per_query, strict=True))[
+                :agreement_queries
+            ]:
                 exact = [h.node_id for h in mem.search(text, k=10, namespace=NS)]
                 overlaps.append(len(set(exact) & set(funnel_ids)) / max(1, len(exact)))
         finally:

@@ -64,7 +64,8 @@ def _tables():
 def run(
     settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb: CachedEmbedder, k: int
 ) -> dict:
-    """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built with."""
+    """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
+    with."""
     bench = load_benchmark(paths, protocol="incremental")
     table: dict = _tables()
     for conv in bench.conversations:

@@ -69,7 +69,8 @@ def main() -> dict:
         md = n.node.metadata
         print(
             f"  {n.score:.2f}  {md['kind']:<8} [{md['path_str']}]  via={'+'.join(md['via'])}"
-            f"  semantic={md['semantic_score']:.2f} relation={md['relation_score']:.2f}  sources={md['source_ids']}"
+            f"  semantic={md['semantic_score']:.2f} relation={md['relation_score']:.2f}"
+            f"  sources={md['source_ids']}"
         )
 
     # 2. The same memory as a property graph.
@@ -77,9 +78,8 @@ def main() -> dict:
     index = PropertyGraphIndex.from_existing(property_graph_store=store)
     pg_engine = index.as_query_engine(sub_retrievers=[MnemisPGRetriever(store, similarity_top_k=4)])
     pg_response = pg_engine.query(QUESTION)
-    print(
-        f"\nThe graph has {len(store.get())} nodes; relations: {', '.join(store.get_schema()['relation_labels'])}"
-    )
+    relations = ", ".join(store.get_schema()["relation_labels"])
+    print(f"\nThe graph has {len(store.get())} nodes; relations: {relations}")
     print(f"Property-graph query engine used {len(pg_response.source_nodes)} memories; the first:")
     print("  " + pg_response.source_nodes[0].node.get_content().replace("\n", "\n  "))
 

@@ -160,7 +160,8 @@ def main() -> dict:
     print_hierarchy(mem)
     usage = builder.last_usage.to_dict()
     print(
-        f"\nmodel usage: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens (cl100k)"
+        f"\nmodel usage: {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens "
+        "(cl100k)"
     )
     for step, s in usage["steps"].items():
         print(

@@ -114,17 +114,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     speakers = " and ".join(dict.fromkeys(m.speaker for m in demo.messages))
     days = (demo.messages[-1].timestamp - demo.messages[0].timestamp).days + 1
     print(
-        f"The conversation: {len(demo.messages)} messages over {days} days between {speakers} (English and Chinese) "
-        "about a customer's rollout: its plan, where it is hosted, its contract; later messages change earlier facts."
+        f"The conversation: {len(demo.messages)} messages over {days} days between {speakers} "
+        "(English and Chinese) about a customer's rollout: its plan, where it is hosted, its contract; "
+        "later messages change earlier facts."
     )
     print(
-        "Each hit: [score] = fused relevance (0-1, best first); via = how it was found (semantic: similar meaning; "
-        "relation: linked to an entity the question names; successor: the newer fact replacing a superseded hit; "
+        "Each hit: [score] = fused relevance (0-1, best first); via = how it was found "
+        "(semantic: similar meaning; relation: linked to an entity the question names; "
+        "successor: the newer fact replacing a superseded hit; "
         "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
         "status = active, superseded (a newer fact replaced it) or archived."
     )
     print(
-        f"ingested {rep.added} messages -> {rep.fragments_created} fragments, {rep.subtopics_created} subtopics, "
+        f"ingested {rep.added} messages -> {rep.fragments_created} fragments, "
+        f"{rep.subtopics_created} subtopics, "
         f"{rep.concepts_created} concepts, {rep.entities_created} entities, {rep.updates_linked} updates"
     )
     for q in demo.queries:
@@ -176,7 +179,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"{'  ' * depth}- {node.kind.value}: {node.label}{flag}")
     ents = g.nodes()
     print(
-        f"\n{len(g)} nodes, {len(g.edges())} edges, {sum(1 for n in ents if n.kind.value == 'entity')} entities"
+        f"\n{len(g)} nodes, {len(g.edges())} edges, "
+        f"{sum(1 for n in ents if n.kind.value == 'entity')} entities"
     )
     return 0
 
@@ -240,16 +244,18 @@ def cmd_compact(args: argparse.Namespace) -> int:
         return 0
     rep = mem.compact(before=_cutoff(mem, args), namespace=args.namespace, max_messages=args.max_messages)
     print(
-        f"compacted {args.namespace!r} before {rep.before.isoformat()}: {rep.fragments_archived} fragments archived "
+        f"compacted {args.namespace!r} before {rep.before.isoformat()}: "
+        f"{rep.fragments_archived} fragments archived "
         f"into {rep.overviews_created} overviews across {rep.subtopics_touched} subtopics"
     )
     return 0
 
 
 _HEALTH_HINTS = {
-    "long_span": "the subtopic covers more than --max-span-days of conversation and may mix separate episodes; "
-    "--fix splits it at its longest silences",
-    "low_cohesion": "the subtopic's fragments have drifted apart in meaning; --fix splits it in two by meaning",
+    "long_span": "the subtopic covers more than --max-span-days of conversation and may mix separate "
+    "episodes; --fix splits it at its longest silences",
+    "low_cohesion": "the subtopic's fragments have drifted apart in meaning; "
+    "--fix splits it in two by meaning",
     "oversized": "the concept holds more subtopics or fragments than the builder would put under one; "
     "--fix leaves concepts as they are: `mnemis review export`, edit, `review apply` regroups by hand",
     "orphan": "the fragment belongs to no subtopic: search still finds it, with no path; --fix attaches it",

@@ -60,7 +60,8 @@ class InvalidNamespaceError(MnemisError, ValueError):
 
     def __init__(self, namespace: object):
         super().__init__(
-            f"invalid namespace {namespace!r}: use 1-128 characters of letters, digits, '_', '-', '.', ':' or '@'"
+            f"invalid namespace {namespace!r}: "
+            "use 1-128 characters of letters, digits, '_', '-', '.', ':' or '@'"
         )
         self.namespace = namespace
 

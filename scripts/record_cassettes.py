@@ -6,8 +6,9 @@
     # then, from the repository root, in the project's venv:
     python scripts/record_cassettes.py --server-python /tmp/llmenv/bin/python [--scenarios]
 
-The script starts llama.cpp's server (``scripts/llama_gemma_server.py``: Gemma's turn format) on 127.0.0.1:8765 (or uses one already
-listening there with ``--no-server``), deletes the old cassettes and records them anew:
+The script starts llama.cpp's server (``scripts/llama_gemma_server.py``: Gemma's turn format) on
+127.0.0.1:8765 (or uses one already listening there with ``--no-server``), deletes the old
+cassettes and records them anew:
 
 - ``tests/integration/cassettes/cookbook_llm_builder.yaml``: every step of the cookbook chat;
 - ``tests/integration/cassettes/truncated_summaries.yaml``: the summarise step with a 40-token

@@ -51,7 +51,8 @@ class BuildConfig(_Frozen):
     )
     drift_threshold: float | None = Field(
         None,
-        description="Cut when a message's similarity to the segment falls below this; None: embedder profile.",
+        description="Cut when a message's similarity to the segment falls below this; "
+        "None: embedder profile.",
     )
     subtopic_threshold: float | None = Field(
         None, description="A fragment joins the nearest subtopic at or above this similarity; None: profile."
@@ -66,8 +67,9 @@ class BuildConfig(_Frozen):
     )
     update_min_score: float = Field(
         -1.0,
-        description="A new message supersedes the fragment of its best-scoring earlier message at or above this "
-        "log-odds (builder/updates.py); higher: fewer, surer links. Chosen on the scenario suite's tune split.",
+        description="A new message supersedes the fragment of its best-scoring earlier message at or above "
+        "this log-odds (builder/updates.py); higher: fewer, surer links. Chosen on the scenario suite's "
+        "tune split.",
     )
     max_subtopic_fragments: int = Field(12, ge=2, description="A full subtopic takes no more fragments.")
     max_concept_subtopics: int = Field(8, ge=2, description="A full concept takes no more subtopics.")
@@ -76,8 +78,8 @@ class BuildConfig(_Frozen):
     headline_terms: int = Field(
         2,
         ge=0,
-        description="Terms in the dated line above a fragment's raw messages in search results. Measured: the "
-        "full summary line there cost 11 points of 512-token recall on the scenario suite, 1 on LoCoMo.",
+        description="Terms in the dated line above a fragment's raw messages in search results. Measured: "
+        "the full summary line there cost 11 points of 512-token recall on the scenario suite, 1 on LoCoMo.",
     )
     references_per_fragment: int = Field(
         3,
@@ -146,22 +148,23 @@ class RelationConfig(_Frozen):
         0.5,
         gt=0,
         le=1,
-        description="An entity mentioned by more than this share of fragments is too common to steer the path.",
+        description="An entity mentioned by more than this share of fragments is too common to steer "
+        "the path.",
     )
     min_hits: int = Field(
         2, ge=0, description="Fewer relation hits than this triggers the semantic fallback."
     )
     scale: Literal["absolute", "normalised"] = Field(
         "absolute",
-        description="'absolute': 1 means every query entity, at distance 1, each as specific as an entity can be "
-        "(seed weights are idf / max idf), so a common entity lifts its fragments only a little; "
+        description="'absolute': 1 means every query entity, at distance 1, each as specific as an entity "
+        "can be (seed weights are idf / max idf), so a common entity lifts its fragments only a little; "
         "'normalised': the fusion normaliser rescales relation scores like semantic ones.",
     )
     decay_half_life_days: float | None = Field(
         None,
         gt=0,
-        description="Forgetting curve (off when None): what a node gains on the relation path halves every this "
-        "many days of age, counted back from the newest event in the namespace.",
+        description="Forgetting curve (off when None): what a node gains on the relation path halves "
+        "every this many days of age, counted back from the newest event in the namespace.",
     )
     match_weight: float = Field(
         0.5,
@@ -232,15 +235,16 @@ class ContextConfig(_Frozen):
     while room is left.
     """
 
-    # Tried on the scenario suite: 1 message a hit, 3 + 4 hits per 1k tokens of budget: scenario tune split +3.9 points
-    # of R@256, +1.4 of R@1024, but LoCoMo dev R@1024 -1.5 (multi-hop -1.9) and holdout R@256 -0.2: not kept.
+    # Tried on the scenario suite: 1 message a hit, 3 + 4 hits per 1k tokens of budget: scenario tune
+    # split +3.9 points of R@256, +1.4 of R@1024, but LoCoMo dev R@1024 -1.5 (multi-hop -1.9) and
+    # holdout R@256 -0.2: not kept.
     breadth_messages: int = Field(2, ge=1, description="Messages a fragment shows before any is widened.")
     breadth_hits: int = Field(5, ge=1, description="Hits shown narrowly before the widening rounds.")
     later_messages: int = Field(1, ge=1, description="Messages each hit after the widened ones shows.")
     defer_summaries: bool = Field(
         True,
-        description="Among the later hits, fragments first and widened, then concept / subtopic summaries with "
-        "the room left (they hold no message of their own). Measured: scenario suite R@1024 / R@2048 "
+        description="Among the later hits, fragments first and widened, then concept / subtopic summaries "
+        "with the room left (they hold no message of their own). Measured: scenario suite R@1024 / R@2048 "
         "+1.1 / +1.9 points (tune), +0.4 / +1.0 (holdout), 256 and 512 unchanged; LoCoMo dev unchanged.",
     )
 

@@ -376,6 +376,7 @@ class MnemisMemory:
                     zip(
                         (m.id for m in part),
                         self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part]),
+                        strict=True,
                     )
                 )
                 if bar is not None:
@@ -745,7 +746,7 @@ class MnemisMemory:
             threshold=sem.threshold if sem.threshold is not None else self.profile.semantic_threshold,
             lexical_weight=sem.lexical_weight,
         )
-        return {key: round(float(s), 6) for key, s in zip(keys, scores)}
+        return {key: round(float(s), 6) for key, s in zip(keys, scores, strict=True)}
 
     async def ascore_messages(
         self, query: str, message_ids: Mapping[str, Iterable[str]], **kwargs: Any

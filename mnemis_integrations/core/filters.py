@@ -46,7 +46,9 @@ class MetadataFilter:
         >>> f = MetadataFilter.parse({"channel": "email", "priority": {"$gte": 2}})
         >>> f.matches({"channel": "email", "priority": 3}), f.matches({"channel": "email", "priority": 1})
         (True, False)
-        >>> MetadataFilter.parse({"day": {"$lte": "2025-03-01"}}).matches({"day": "2025-02-28T23:00:00-02:00"})
+        >>> MetadataFilter.parse({"day": {"$lte": "2025-03-01"}}).matches(
+        ...     {"day": "2025-02-28T23:00:00-02:00"}
+        ... )
         False
         >>> MetadataFilter.parse({}) is None
         True
@@ -151,7 +153,8 @@ def _equality(key: str, op: str, arg: Any) -> Callable[[Any], bool]:
         moment = _aware(arg)
         return lambda v: isinstance(v, str) and _as_time(v) == moment
     raise InvalidQueryError(
-        f"{op} on {key!r} compares with a str, int, float, bool or datetime, not {type(arg).__name__} ({arg!r})"
+        f"{op} on {key!r} compares with a str, int, float, bool or datetime, "
+        f"not {type(arg).__name__} ({arg!r})"
     )
 
 

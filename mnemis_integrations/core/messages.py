@@ -84,7 +84,8 @@ def iso_moment(text: str) -> datetime | None:
 
 
 def parse_moment(value: Any, name: str) -> datetime:
-    """A query-side time (``as_of``, ``before``): a datetime or ISO-8601 string, else :class:`InvalidQueryError`.
+    """A query-side time (``as_of``, ``before``): a datetime or ISO-8601 string, else
+    :class:`InvalidQueryError`.
 
     >>> parse_moment("2025-03-01", "as_of").year
     2025

@@ -13,6 +13,7 @@ import numpy as np
 from .embedders import normalise_rows
 from .graph import MemoryGraph
 from .indexes.entities import EntityIndex
+from .indexes.incremental import BuildIndex
 from .indexes.lexical import LexicalIndex
 from .indexes.vector import VectorIndex
 from .model import EdgeKind, Message, Node, NodeKind
@@ -178,6 +179,3 @@ class NamespaceState:
         """Targets of the node's ``mentions`` edges, without building Edge lists."""
         key = EdgeKind.MENTIONS.value
         return [dst for dst, keyed in self.graph.g._succ[node_id].items() if key in keyed]
-
-
-from .indexes.incremental import BuildIndex  # after the class, as it is appended here

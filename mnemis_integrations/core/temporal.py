@@ -113,7 +113,11 @@ def visible_successors(graph: MemoryGraph, node_id: str, allowed: set[str], limi
     >>> for i in "abc": g.add_node(Node(i, NodeKind.FRAGMENT, i, "u"))
     >>> from mnemis_integrations.core.maintenance.supersede import supersede
     >>> supersede(g, old_id="a", new_id="b", when=None); supersede(g, old_id="b", new_id="c", when=None)
-    >>> visible_successors(g, "a", {"a", "b", "c"}), visible_successors(g, "a", {"a", "b"}), visible_successors(g, "a", {"a", "c"})
+    >>> (
+    ...     visible_successors(g, "a", {"a", "b", "c"}),
+    ...     visible_successors(g, "a", {"a", "b"}),
+    ...     visible_successors(g, "a", {"a", "c"}),
+    ... )
     (['c'], ['b'], ['c'])
     """
     shown = [r for r in visible_successors_raw(graph, node_id) if r in allowed]

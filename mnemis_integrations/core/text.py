@@ -353,16 +353,20 @@ def content_words(text: str) -> list[str]:
 # Words that name no topic, kept out of keywords (labels, headlines): common chat verbs and fillers.
 _NOT_TOPICS = frozenset(
     "anyone everyone everywhere someone nothing sorry perfect cheaper better worse bigger smaller happy sad "
-    "agree agreed approve approves ask asked attach attached book booked bring bringing call called celebrate "
-    "change check checked come coming confirm confirms drop email emailed finish give go goes help hope leave "
+    "agree agreed approve approves ask asked attach attached book booked bring bringing call called "
+    "celebrate change check checked come coming confirm confirms drop email emailed finish give go goes "
+    "help hope leave "
     "leaving look looking mean need needs plan put said say says see send sent start started take tell told "
     "try tried want wants wait work works worth".split()
 )
 # Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
 _NOT_TOPICS_ZH = frozenset(
-    "我们 你们 他们 她们 咱们 大家 自己 这个 那个 这些 那些 什么 怎么 为什么 这样 那样 一下 一个 一些 一共 已经 "
-    "现在 然后 因为 所以 但是 如果 还是 就是 可以 可能 应该 需要 没有 不是 觉得 知道 时候 今天 明天 昨天 一起 还有 "
-    "这边 那边 问题 事情 东西 感觉 比较 非常 真的 其实 而且 或者 不过 只是 一直 开始 准备 决定 确认 好的".split()
+    "我们 你们 他们 她们 咱们 大家 自己 这个 那个 这些 那些 什么 怎么 为什么 "
+    "这样 那样 一下 一个 一些 一共 已经 "
+    "现在 然后 因为 所以 但是 如果 还是 就是 可以 可能 应该 需要 没有 不是 "
+    "觉得 知道 时候 今天 明天 昨天 一起 还有 "
+    "这边 那边 问题 事情 东西 感觉 比较 非常 真的 其实 而且 或者 不过 只是 "
+    "一直 开始 准备 决定 确认 好的".split()
 )
 # jieba parts of speech that name things: nouns, place and person names, other proper nouns, verbal
 # nouns ("装修"), English words inside Chinese text.
@@ -403,7 +407,8 @@ def keyword_terms(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def jieba_tagger():
-    """jieba's part-of-speech tagger (``jieba.posseg``), loaded on first use: its dictionary takes a second."""
+    """jieba's part-of-speech tagger (``jieba.posseg``), loaded on first use: its dictionary takes a
+    second."""
     import logging
 
     import jieba

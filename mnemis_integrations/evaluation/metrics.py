@@ -259,7 +259,8 @@ def aggregate(
 
 
 def cached_counter() -> TokenCounter:
-    """A cl100k_base token counter that remembers each text's count (hits repeat across budgets and questions)."""
+    """A cl100k_base token counter that remembers each text's count (hits repeat across budgets and
+    questions)."""
     from ..core.tokens import count_tokens
 
     seen: dict[str, int] = {}

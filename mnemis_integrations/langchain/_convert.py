@@ -129,8 +129,10 @@ def format_documents(
 
     Examples:
         >>> from types import SimpleNamespace as Doc
-        >>> print(format_documents([Doc(page_content="Rex is a beagle",
-        ...                             metadata={"path_str": "Home > Pets", "status": "active"})], header="Memory:"))
+        >>> doc = Doc(
+        ...     page_content="Rex is a beagle", metadata={"path_str": "Home > Pets", "status": "active"}
+        ... )
+        >>> print(format_documents([doc], header="Memory:"))
         Memory:
         - [Home > Pets] Rex is a beagle
     """
@@ -267,7 +269,7 @@ def _compare(item: Any, wanted: Any) -> bool:
         return (
             isinstance(item, (list, tuple))
             and len(item) == len(wanted)
-            and all(_compare(i, w) for i, w in zip(item, wanted))
+            and all(_compare(i, w) for i, w in zip(item, wanted, strict=True))
         )
     return item == wanted
 

@@ -24,7 +24,8 @@ __all__ = ["MnemisRetriever", "to_document"]
 
 
 def to_document(hit: MemoryHit) -> Document:
-    """One hit as a ``Document``: its text as content, everything else (path, scores, provenance) as metadata."""
+    """One hit as a ``Document``: its text as content, everything else (path, scores, provenance) as
+    metadata."""
     return Document(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node_id)
 
 

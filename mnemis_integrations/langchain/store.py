@@ -262,7 +262,7 @@ class MnemisStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
         if plan.plain:
-            for i, r in zip(plan.plain, self.backing.batch([plan.ops[i] for i in plan.plain])):
+            for i, r in zip(plan.plain, self.backing.batch([plan.ops[i] for i in plan.plain]), strict=True):
                 plan.results[i] = r
         for i in plan.recalls:
             plan.results[i] = self._recall(plan.ops[i])
@@ -277,7 +277,9 @@ class MnemisStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
         if plan.plain:
-            for i, r in zip(plan.plain, await self.backing.abatch([plan.ops[i] for i in plan.plain])):
+            for i, r in zip(
+                plan.plain, await self.backing.abatch([plan.ops[i] for i in plan.plain]), strict=True
+            ):
                 plan.results[i] = r
         for i in plan.recalls:
             plan.results[i] = await self._arecall(plan.ops[i])
@@ -444,7 +446,7 @@ def _keep_current(
     """Candidates whose item still exists with the recalled version and passes the filter."""
     kept: list[tuple[_Candidate, Item]] = []
     seen: set[tuple[tuple[str, ...], str]] = set()
-    for c, item in zip(candidates, items):
+    for c, item in zip(candidates, items, strict=True):
         if item is None or (c.namespace, c.key) in seen or value_digest(item.value) != c.digest:
             continue
         if not matches_filter(item.value, filter):

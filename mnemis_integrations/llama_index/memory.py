@@ -78,7 +78,8 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
     max_tokens: int | None = Field(
         default=None,
         ge=1,
-        description="Fit the recalled memories into this many tokens (MnemisMemory.fit_to_budget); None: no budget.",
+        description="Fit the recalled memories into this many tokens (MnemisMemory.fit_to_budget); "
+        "None: no budget.",
     )
     ingest_on_read: bool = Field(
         default=True,

@@ -40,7 +40,8 @@ def to_node_with_score(hit: MemoryHit) -> NodeWithScore:
 def search_kwargs(
     k: int, namespace: str | None, max_tokens: int | None = None, **options: Any
 ) -> dict[str, Any]:
-    """``MnemisMemory.search`` keyword arguments; ``options`` (``filter``, ``as_of``, ...) left out when ``None``."""
+    """``MnemisMemory.search`` keyword arguments; ``options`` (``filter``, ``as_of``, ...) left out
+    when ``None``."""
     kwargs: dict[str, Any] = {"k": k}
     if namespace is not None:
         kwargs["namespace"] = namespace

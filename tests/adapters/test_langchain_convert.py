@@ -49,7 +49,8 @@ def test_module_docstring_examples_hold():
 def test_convert_module_loads_no_framework_module():
     code = (
         "import sys, mnemis_integrations.langchain._convert; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'langgraph', 'langchain')))"
+        "print(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('langchain_core', 'langgraph', 'langchain')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -42,7 +42,8 @@ def test_unknown_name_is_an_attribute_error():
 def test_importing_the_adapter_package_loads_no_framework():
     out = run_python(
         "import mnemis_integrations, mnemis_integrations.langchain\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'langchain', 'langgraph')))"
+        "print(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('langchain_core', 'langchain', 'langgraph')))"
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -80,7 +81,8 @@ def test_store_and_middleware_name_the_langgraph_extra_when_langgraph_is_missing
 def test_classic_module_names_the_classic_extra():
     out = run_python(
         "from mnemis_integrations.errors import MissingDependencyError\n"
-        "try:\n    import mnemis_integrations.langchain.classic\nexcept MissingDependencyError as e:\n    print(e)\n",
+        "try:\n    import mnemis_integrations.langchain.classic\n"
+        "except MissingDependencyError as e:\n    print(e)\n",
         block=("langchain_classic",),
     )
     assert out.returncode == 0, out.stderr

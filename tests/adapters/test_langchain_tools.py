@@ -34,7 +34,7 @@ def test_tool_message_shows_paths_and_keeps_documents_as_artifact():
     assert len(docs) == 3 and all(isinstance(d, Document) for d in docs)
     items = msg.content.split("\n- ")
     assert len(items) == 3 and items[0].startswith("- ")
-    for item, doc in zip(items, docs):
+    for item, doc in zip(items, docs, strict=True):
         assert item.removeprefix("- ").startswith(
             f"[{doc.metadata['path_str']}] {doc.page_content.strip()[:20]}"
         )

@@ -288,7 +288,7 @@ def test_vector_query_returns_the_nearest_memory_nodes_with_their_cosines(mem):
         "f:m1" in ids[:2] and "f:m3" not in ids[:2]
     )  # the refund fragment (or its one-child subtopic, a tie)
     assert nodes[ids.index("f:m1")].properties["source_ids"] == ["m1", "m2"]
-    assert [n.id for n, _ in zip(nodes, scores)] == [
+    assert [n.id for n, _ in zip(nodes, scores, strict=True)] == [
         i for i, _ in mem.nearest_nodes(vector=qvec, k=3, namespace="u1")
     ]
     # the same query as text is embedded by the memory: same answer

@@ -68,7 +68,7 @@ def test_metadata_is_the_memory_hit_field_for_field(mem):
     nodes = MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=5).retrieve("refund for order 42")
 
     assert [n.node.node_id for n in nodes] == [h.node_id for h in hits]
-    for node, hit in zip(nodes, hits):
+    for node, hit in zip(nodes, hits, strict=True):
         expected = hit.to_dict()
         assert node.node.get_content() == expected.pop("text")
         assert expected.pop("metadata") == {}  # these messages carry no metadata to merge in

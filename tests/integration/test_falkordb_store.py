@@ -184,8 +184,10 @@ def test_another_process_sees_the_writes(url, store):
         from mnemis_integrations.core.embedders import HashingEmbedder
         from mnemis_integrations.core.storage.falkordb import FalkorDBStore
         mem = MnemisMemory(embedder=HashingEmbedder()); mem._store = FalkorDBStore({url!r})
-        mem.add_messages([{{"id": "p2", "speaker": "eve", "text": "Eve from the other process booked Lisbon."}}],
-                         namespace="shared")
+        mem.add_messages(
+            [{{"id": "p2", "speaker": "eve", "text": "Eve from the other process booked Lisbon."}}],
+            namespace="shared",
+        )
         print(len(mem.messages("shared")))
         """
     )

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("langchain_openai")
-vcr = pytest.importorskip("vcr")
-
 from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig
 from mnemis_integrations.core.model import NodeKind
+
+pytest.importorskip("langchain_openai")
+vcr = pytest.importorskip("vcr")
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTES = Path(__file__).parent / "cassettes"
@@ -86,7 +86,8 @@ def test_truncated_real_answers_are_retried_then_fall_back_to_offline(cookbook):
 
 
 def test_replay_refuses_an_unrecorded_request(cookbook):
-    """A changed prompt must not reach the network: replay fails instead (and no model answer means fallback)."""
+    """A changed prompt must not reach the network: replay fails instead (and no model answer means
+    fallback)."""
     cfg = LLMBuildConfig.only("segment", max_retries=0, max_concurrency=1)
     with cookbook.cassette() as cas:
         mem, builder = cookbook.build(messages=cookbook.CHAT[:2], config=cfg)

@@ -86,7 +86,8 @@ if __name__ == "__main__":
 
 # ---------------------------------------------------------------------- harness (parent side)
 def check_store(db: str, namespace: str, acked: set[int], attempted_max: int, size: int) -> dict:
-    """Reopen the store and check the crash-safety invariants; return figures, raise AssertionError on a breach."""
+    """Reopen the store and check the crash-safety invariants; return figures, raise AssertionError
+    on a breach."""
     import sqlite3
 
     from mnemis_integrations import MnemisMemory, NamespaceNotFoundError

@@ -125,7 +125,10 @@ def test_nearest_with_a_filter_and_a_floor_equals_brute_force():
 def test_nearest_in_a_group_equals_brute_force_over_that_group_after_updates_and_removals():
     rng = np.random.default_rng(2)
     idx = VectorIndex(8)
-    vecs = {f"{kind}{i}": v for i, (kind, v) in enumerate(zip("fsc" * 100, _unit(rng.normal(size=(300, 8)))))}
+    vecs = {
+        f"{kind}{i}": v
+        for i, (kind, v) in enumerate(zip("fsc" * 100, _unit(rng.normal(size=(300, 8))), strict=True))
+    }
     idx.upsert(list(vecs)[:150], np.stack(list(vecs.values())[:150]))
     idx.partition(lambda k: k[0] if k[0] in "sc" else None)  # after some keys: they are grouped too
     idx.upsert(list(vecs)[150:], np.stack(list(vecs.values())[150:]))

@@ -37,7 +37,7 @@ class CentredHashing(HashingEmbedder):
 
 def _interleaved() -> list[dict]:
     """Two topics, alternating, each message hours apart (its own fragment), one long shared preamble."""
-    texts = [t for pair in zip(KITCHEN, TRIP) for t in pair]
+    texts = [t for pair in zip(KITCHEN, TRIP, strict=True) for t in pair]
     return [
         {"id": f"m{i}", "speaker": "ana", "text": PREAMBLE + t, "timestamp": T0 + timedelta(hours=5 * i)}
         for i, t in enumerate(texts)

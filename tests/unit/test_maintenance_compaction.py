@@ -1,4 +1,5 @@
-"""Compaction: old fragments merge into overviews, originals are archived (never deleted), and it is reversible."""
+"""Compaction: old fragments merge into overviews, originals are archived (never deleted), and it is
+reversible."""
 
 from datetime import timedelta
 
@@ -78,11 +79,17 @@ def test_uncompact_restores_the_graph_exactly(mem):
     restored = mem.uncompact(namespace="u1")
     assert restored
     data1 = mem.graph("u1").to_data()
-    key = lambda d: sorted(
-        (n["id"], n["status"], tuple(n["source_ids"]), n["properties"].get("archived_in")) for n in d["nodes"]
-    )
+
+    def key(d):
+        return sorted(
+            (n["id"], n["status"], tuple(n["source_ids"]), n["properties"].get("archived_in"))
+            for n in d["nodes"]
+        )
+
+    def edges(d):
+        return sorted((e["src"], e["dst"], e["kind"], e["label"]) for e in d["edges"])
+
     assert key(data1) == key(data0)
-    edges = lambda d: sorted((e["src"], e["dst"], e["kind"], e["label"]) for e in d["edges"])
     assert edges(data1) == edges(data0)
 
 
@@ -115,7 +122,9 @@ def test_superseded_and_current_fragments_never_share_an_overview():
     g = MemoryGraph("u")
     from datetime import datetime, timezone
 
-    t = lambda d: datetime(2025, 3, d, tzinfo=timezone.utc)
+    def t(d):
+        return datetime(2025, 3, d, tzinfo=timezone.utc)
+
     g.add_node(Node("s", NodeKind.SUBTOPIC, "S", "u"))
     for i, d in enumerate([1, 2, 3, 4]):
         g.add_node(

@@ -1,4 +1,5 @@
-"""Forgetting for privacy: after forget, no trace of the text is in the graph, any index, or the persisted file."""
+"""Forgetting for privacy: after forget, no trace of the text is in the graph, any index, or the
+persisted file."""
 
 import sqlite3
 

@@ -20,7 +20,7 @@ def _toy(days, vecs):
     g.add_node(Node("s", NodeKind.SUBTOPIC, "S", "u"))
     g.add_edge(Edge("s", "c", EdgeKind.BELONGS_TO))
     table = {}
-    for i, (d, v) in enumerate(zip(days, vecs)):
+    for i, (d, v) in enumerate(zip(days, vecs, strict=True)):
         fid = f"f{i}"
         g.add_node(
             Node(
@@ -72,7 +72,10 @@ def test_duplicate_entities_merge_and_orphans_are_reattached():
     g.add_node(Node("e:acme corp", NodeKind.ENTITY, "Acme Corp", "u"))
     g.add_edge(Edge("f1", "e:acme corp", EdgeKind.MENTIONS))
     g.add_node(Node("orphan", NodeKind.FRAGMENT, "o", "u"))
-    table_vec = lambda ids: np.stack([[1.0, 0.0] for _ in ids]).astype(np.float32)
+
+    def table_vec(ids):
+        return np.stack([[1.0, 0.0] for _ in ids]).astype(np.float32)
+
     rep = check_health(g, table_vec, min_cohesion=0.5)
     assert rep.duplicate_entities == (("e:acme", "e:acme corp"),) and rep.orphan_fragments == ("orphan",)
     rebalance_graph(g, rep, table_vec)

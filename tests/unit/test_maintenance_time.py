@@ -18,7 +18,7 @@ T = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
 def _chain():
     g = MemoryGraph("u")
-    for i, d in zip("abc", (1, 5, 9)):
+    for i, d in zip("abc", (1, 5, 9), strict=True):
         g.add_node(
             Node(
                 i,

@@ -22,7 +22,7 @@ def _brute_force(memory, qvec, keep=lambda node: True):
     """Every hierarchy vector scored with numpy, in the order the index must give."""
     st = memory._state("u1")
     keys, vectors = st.node_vectors.to_arrays()
-    scored = [(k, float(s)) for k, s in zip(keys, vectors @ qvec) if keep(st.graph.get(k))]
+    scored = [(k, float(s)) for k, s in zip(keys, vectors @ qvec, strict=True) if keep(st.graph.get(k))]
     return sorted(scored, key=lambda pair: -pair[1])
 
 

@@ -134,8 +134,8 @@ def test_funnel_agrees_with_exact_scoring(synthetic, monkeypatch):
     assert st.memo  # visible set and entity tables memoised
     monkeypatch.setattr(rcache, "FUNNEL_MIN_NODES", 10**9)
     exact = [[h.node_id for h in mem.search(t, k=10, namespace=scale.NS)] for t, _ in syn.queries]
-    top1 = np.mean([f[0] == e[0] for f, e in zip(funnel, exact)])
-    overlap = np.mean([len(set(f) & set(e)) / len(e) for f, e in zip(funnel, exact)])
+    top1 = np.mean([f[0] == e[0] for f, e in zip(funnel, exact, strict=True)])
+    overlap = np.mean([len(set(f) & set(e)) / len(e) for f, e in zip(funnel, exact, strict=True)])
     assert top1 >= 0.8 and overlap >= 0.7, (top1, overlap)
 
 

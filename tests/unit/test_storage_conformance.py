@@ -87,7 +87,7 @@ def test_deltas_applied_one_after_another_load_back_as_the_graph_that_made_them(
     assert MemoryGraph.from_data(loaded.graph).to_data() == g.to_data()
     assert [m.id for m in loaded.messages] == ["m0", "m2"]
     assert sorted(loaded.vector_keys) == ["m0", "m2"] and loaded.vectors.shape == (2, DIM)
-    by_id = dict(zip(loaded.vector_keys, loaded.vectors))
+    by_id = dict(zip(loaded.vector_keys, loaded.vectors, strict=True))
     np.testing.assert_allclose(by_id["m2"], _vecs(3)[2], rtol=1e-6)
 
 
@@ -161,8 +161,8 @@ def test_a_format_1_sqlite_file_is_converted_on_open(tmp_path):
     conn = sqlite3.connect(path)
     conn.executescript(
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-        "CREATE TABLE messages (namespace TEXT, id TEXT, seq INTEGER, speaker TEXT, text TEXT, timestamp TEXT,"
-        " PRIMARY KEY (namespace, id));"
+        "CREATE TABLE messages (namespace TEXT, id TEXT, seq INTEGER, speaker TEXT, text TEXT,"
+        " timestamp TEXT, PRIMARY KEY (namespace, id));"
         "CREATE TABLE vectors (namespace TEXT, id TEXT, vec BLOB, PRIMARY KEY (namespace, id));"
         "CREATE TABLE graphs (namespace TEXT PRIMARY KEY, data TEXT NOT NULL);"
         "CREATE TABLE versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL);"

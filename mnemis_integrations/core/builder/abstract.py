@@ -56,7 +56,14 @@ def choose_parent(
     ('b', 0.9)
     >>> choose_parent(np.array([1.0, 0.0]), ["a"], np.array([[0.0, 1.0]]), [1], 0.8, 5)
     (None, 0.0)
-    >>> choose_parent(np.array([1.0, 0.0]), ["a", "b"], np.array([[1.0, 0.0], [0.9, 0.436]]), {"a": 5, "b": 1}.get, 0.8, 5)
+    >>> choose_parent(
+    ...     np.array([1.0, 0.0]),
+    ...     ["a", "b"],
+    ...     np.array([[1.0, 0.0], [0.9, 0.436]]),
+    ...     {"a": 5, "b": 1}.get,
+    ...     0.8,
+    ...     5,
+    ... )
     ('b', 0.9)
     """
     if not parent_ids:

@@ -244,13 +244,14 @@ def extract_entities(
     known entity key or appears capitalised mid-sentence somewhere in ``texts``.
 
     Examples:
-        >>> [[m.name for m in ms] for ms in extract_entities(["Thanks! We told Acme about Plan B.", "Yesterday was fine"])]
+        >>> texts = ["Thanks! We told Acme about Plan B.", "Yesterday was fine"]
+        >>> [[m.name for m in ms] for ms in extract_entities(texts)]
         [['Acme', 'Plan B'], []]
     """
     per_text: list[list[tuple[str, bool]]] = [list(_english_candidates(t)) for t in texts]
     mid_sentence = {normalise_name(n) for cands in per_text for n, initial in cands if not initial}
     out: list[list[EntityMention]] = []
-    for text, cands in zip(texts, per_text):
+    for text, cands in zip(texts, per_text, strict=True):
         seen: dict[str, EntityMention] = {}
         for name, initial in cands:
             key = normalise_name(name)

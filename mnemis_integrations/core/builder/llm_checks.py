@@ -56,7 +56,9 @@ def check_summaries(
 ) -> tuple[SummariseAnswer, list[str], bool]:
     """Every fragment summarised once; lost numbers are put back, keywords cleaned.
 
-    >>> a = SummariseAnswer.model_validate({"summaries": [{"f": 0, "summary": "Ana wants seats", "keywords": ["Seats", ""]}]})
+    >>> a = SummariseAnswer.model_validate(
+    ...     {"summaries": [{"f": 0, "summary": "Ana wants seats", "keywords": ["Seats", ""]}]}
+    ... )
     >>> fixed, errors, was_fixed = check_summaries(a, {0: "Ana: 40 seats please"}, 4)
     >>> fixed.summaries[0].summary, fixed.summaries[0].keywords, errors, was_fixed
     ('Ana wants seats (40)', ['seats'], [], True)
@@ -87,7 +89,8 @@ def check_placements(ans: AbstractAnswer, fragments: list[int]) -> tuple[Abstrac
 
 
 def _first_per_fragment(entries: list[E], fragments: list[int], what: str) -> tuple[dict[int, E], list[str]]:
-    """The first entry for each fragment index (``entry.f``), and errors naming unknown and missing indices."""
+    """The first entry for each fragment index (``entry.f``), and errors naming unknown and missing
+    indices."""
     wanted = set(fragments)
     seen: dict[int, E] = {}
     errors = []
@@ -144,7 +147,8 @@ def check_entities(ans: EntitiesAnswer, texts: dict[int, str]) -> tuple[Entities
 def check_updates(
     ans: UpdatesAnswer, earlier: set[int], new: set[int]
 ) -> tuple[UpdatesAnswer, list[str], bool]:
-    """``new`` must index a new fact and ``earlier`` an earlier one (or a lower new one); unrelated pairs drop.
+    """``new`` must index a new fact and ``earlier`` an earlier one (or a lower new one); unrelated
+    pairs drop.
 
     >>> a = UpdatesAnswer.model_validate({"judgements": [{"new": 2, "earlier": 0, "verdict": "Update"},
     ...     {"new": 2, "earlier": 1, "verdict": "unrelated"}]})

@@ -50,8 +50,9 @@ _PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
 def _string_states(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
     r"""Each character from ``start`` with whether the text is inside a JSON string right after it.
 
-    >>> [(c, inside) for _, c, inside in _string_states('a"b\\"c"d')]
-    [('a', False), ('"', True), ('b', True), ('\\', True), ('"', True), ('c', True), ('"', False), ('d', False)]
+    >>> [(c, inside) for _, c, inside in _string_states('a"b\\"c"d')]  # doctest: +NORMALIZE_WHITESPACE
+    [('a', False), ('"', True), ('b', True), ('\\', True),
+     ('"', True), ('c', True), ('"', False), ('d', False)]
     """
     in_str = esc = False
     for i in range(start, len(text)):

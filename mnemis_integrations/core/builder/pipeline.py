@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 
 import numpy as np
 
@@ -213,7 +214,7 @@ class OfflineBuilder:
 
         # entities: speakers and named things
         ent_ids: list[str] = []
-        for m, ms in zip(msgs, ments):
+        for m, ms in zip(msgs, ments, strict=True):
             speaker = m.speaker.strip()
             pairs = [(speaker, True)] if speaker and speaker.lower() not in _ROLE_NAMES else []
             pairs += [(em.name, False) for em in ms]
@@ -282,7 +283,7 @@ class OfflineBuilder:
                 if hit:
                     found.append((hit.start(), em))
             found.sort(key=lambda x: x[0])
-            for (pa, a), (pb, b) in zip(found, found[1:]):
+            for (pa, a), (pb, b) in pairwise(found):
                 if a.key == b.key:
                     continue
                 ea, eb = st.entities.get(a.key), st.entities.get(b.key)
@@ -432,7 +433,8 @@ class OfflineBuilder:
             times = [k.event_time for k in kids if k.event_time]
             if times:
                 node.event_time = max(times)
-        # A builder extending this one may supersede by itself: the new fragments' targets leave the active set.
+        # A builder extending this one may supersede by itself: the new fragments' targets leave the
+        # active set.
         idx.status_changed(
             st, [e.dst for n in rep.touched if g.has(n) for e in g.out_edges(n, EdgeKind.UPDATES)]
         )
@@ -444,7 +446,8 @@ class OfflineBuilder:
 
     @staticmethod
     def _ranked(st: NamespaceState, sid: str, words_of: Callable[[Node], list[str]]) -> list[str]:
-        """The words of a subtopic's fragments (``words_of``), the most shared first (earlier ranks weigh more)."""
+        """The words of a subtopic's fragments (``words_of``), the most shared first (earlier ranks
+        weigh more)."""
         c: Counter = Counter()
         for f in st.graph.children(sid):
             for r, kw in enumerate(words_of(f)):
@@ -479,7 +482,7 @@ class OfflineBuilder:
                 continue
             said = _ts_key(m)
 
-            def earlier(mid: str) -> bool:
+            def earlier(mid: str, m: Message = m, said: tuple = said) -> bool:
                 other = st.messages.get(mid)
                 return other is not None and mid != m.id and _ts_key(other) < said
 

@@ -341,7 +341,8 @@ class Judgement(_Answer):
     earlier: int = Field(description="The index n of the earlier fact it is compared with.")
     verdict: Literal["updates", "contradicts", "unrelated"] = Field(
         description="'updates' if the new fact replaces the earlier one (a changed plan, a new value, a "
-        "reversed decision); 'contradicts' if they cannot both be true but neither says it replaces the other; "
+        "reversed decision); 'contradicts' if they cannot both be true but neither says it "
+        "replaces the other; "
         "'unrelated' otherwise."
     )
 

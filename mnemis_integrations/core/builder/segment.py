@@ -19,7 +19,8 @@ __all__ = ["opens_new_topic", "segment"]
 
 _TOPIC_CUES = re.compile(
     r"^\W*(anyway|anyways|by the way|btw|speaking of|on another note|changing the subject|another thing|"
-    r"unrelated|switching gears|moving on|oh,? and|also,? about|quick question)\b|^\W*(对了|另外|换个话题|说到|顺便|还有一件事)",
+    r"unrelated|switching gears|moving on|oh,? and|also,? about|quick question)\b|"
+    r"^\W*(对了|另外|换个话题|说到|顺便|还有一件事)",
     re.IGNORECASE,
 )
 
@@ -27,7 +28,11 @@ _TOPIC_CUES = re.compile(
 def opens_new_topic(text: str) -> bool:
     """True when a message starts with a topic-switch cue.
 
-    >>> opens_new_topic("Anyway, how did the refund go?"), opens_new_topic("对了，定价方案呢？"), opens_new_topic("Sure")
+    >>> (
+    ...     opens_new_topic("Anyway, how did the refund go?"),
+    ...     opens_new_topic("对了，定价方案呢？"),
+    ...     opens_new_topic("Sure"),
+    ... )
     (True, True, False)
     """
     return bool(_TOPIC_CUES.search(text))
@@ -77,7 +82,7 @@ def segment(
         last_msg = tail[0][-1]
         cur_tokens = sum(size(f"{m.speaker}: {m.text}") for m in tail[0]) if size else 0
 
-    for i, (m, v) in enumerate(zip(messages, vectors)):
+    for i, (m, v) in enumerate(zip(messages, vectors, strict=True)):
         cut = False
         m_tokens = size(f"{m.speaker}: {m.text}") if size else 0
         if cur_len:

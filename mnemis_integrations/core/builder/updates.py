@@ -108,6 +108,7 @@ WEIGHTS = dict(
             0.4226,
             -0.6053,
         ),
+        strict=True,
     )
 )
 BIAS = -6.8802

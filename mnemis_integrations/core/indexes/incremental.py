@@ -61,7 +61,12 @@ class BuildIndex:
         >>> st.graph.add_node(Node("e", NodeKind.ENTITY, "Ann", "u"))
         >>> st.graph.add_edge(Edge("f1", "e", EdgeKind.MENTIONS))
         >>> idx = st.build_index()
-        >>> idx.open_tail(st).id, idx.fragment_count(st), idx.mention_count(st, "e"), idx.references(st, {"e"}, 3)
+        >>> (
+        ...     idx.open_tail(st).id,
+        ...     idx.fragment_count(st),
+        ...     idx.mention_count(st, "e"),
+        ...     idx.references(st, {"e"}, 3),
+        ... )
         ('f2', 2, 1, ['f1'])
     """
 

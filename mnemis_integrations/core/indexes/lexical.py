@@ -41,7 +41,7 @@ class LexicalIndex:
         return len(self._slot)
 
     def add(self, keys: Sequence[str], texts: Sequence[str]) -> None:
-        for key, text in zip(keys, texts):
+        for key, text in zip(keys, texts, strict=True):
             if key in self._slot:
                 self.remove([key])
             terms = Counter(lexical_terms(text) or [_EMPTY])
@@ -106,9 +106,9 @@ class LexicalIndex:
         self, query: str, n: int, keep: Callable[[str], bool] | None = None, max_df: int | None = None
     ) -> list[tuple[str, float]]:
         """The ``n`` stored keys (``keep`` ones only) sharing the most query terms, by summed idf of
-        the distinct terms shared, best first (ties: the earlier stored first). Terms held by more than ``max_df``
-        texts are not followed: their idf is small, and following them would cost as much as the
-        namespace is large. The overlap reported counts only the terms followed.
+        the distinct terms shared, best first (ties: the earlier stored first). Terms held by more
+        than ``max_df`` texts are not followed: their idf is small, and following them would cost
+        as much as the namespace is large. The overlap reported counts only the terms followed.
 
         >>> idx = LexicalIndex(); idx.add(["a", "b", "c"], ["plot four soil", "plot nine", "coffee"])
         >>> [k for k, _ in idx.overlapping("soil plot", 5)]
@@ -159,7 +159,7 @@ class LexicalIndex:
         summed = np.zeros(len(uniq), np.float32)
         np.add.at(summed, inverse, acc)
         keys = self._keys
-        for slot, score in zip(uniq.tolist(), summed.tolist()):
+        for slot, score in zip(uniq.tolist(), summed.tolist(), strict=True):
             if score > 0:
                 total[keys[slot]] = score
         return total

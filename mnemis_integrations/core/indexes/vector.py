@@ -84,7 +84,7 @@ class VectorIndex:
         self._sum += vectors.sum(axis=0, dtype=np.float64)
         ids = np.arange(self._next, self._next + len(keys), dtype=np.int64)
         self._next += len(keys)
-        for k, i in zip(keys, ids):
+        for k, i in zip(keys, ids, strict=True):
             self._ids[k] = int(i)
             self._keys[int(i)] = k
         rows = int(self._index.ntotal)
@@ -211,7 +211,7 @@ class VectorIndex:
         n = total if n is None else min(n, total)
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
         scores, ids = self._index.search(q, n, params=self._params())
-        return {self._keys[int(i)]: float(s) for s, i in zip(scores[0], ids[0]) if i >= 0}
+        return {self._keys[int(i)]: float(s) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0}
 
     def top_scores(self, query: np.ndarray, n: int, group: str | None = None) -> np.ndarray:
         """The cosines of the ``n`` nearest keys (of ``group``), best first: a rank's score without
@@ -267,7 +267,7 @@ class VectorIndex:
         while True:
             scores, ids = self._index.search(q, k, params=self._params())
             out: list[tuple[str, float]] = []
-            for s, i in zip(scores[0].tolist(), ids[0].tolist()):
+            for s, i in zip(scores[0].tolist(), ids[0].tolist(), strict=True):
                 if i < 0:
                     continue
                 if min_score is not None and s < min_score:
@@ -336,7 +336,7 @@ class VectorIndex:
         if len(ids) == 0:
             return {}
         sims = self._dot(ids, query)
-        return {self._keys[int(i)]: float(s) for i, s in zip(ids, sims)}
+        return {self._keys[int(i)]: float(s) for i, s in zip(ids, sims, strict=True)}
 
     def similarities(self, query: np.ndarray, keys: Sequence[str]) -> np.ndarray:
         """Exact cosines of ``query`` with the given keys (all present), in their order."""

@@ -209,7 +209,9 @@ def compact_graph(
         >>> t = lambda d: datetime(2025, 3, d, tzinfo=timezone.utc)
         >>> g = MemoryGraph("u"); g.add_node(Node("s", NodeKind.SUBTOPIC, "S", "u"))
         >>> for i in range(3):
-        ...     g.add_node(Node(f"f{i}", NodeKind.FRAGMENT, "F", "u", source_ids=[f"m{i}"], event_time=t(1 + i)))
+        ...     g.add_node(
+        ...         Node(f"f{i}", NodeKind.FRAGMENT, "F", "u", source_ids=[f"m{i}"], event_time=t(1 + i))
+        ...     )
         ...     g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
         >>> rep = compact_graph(g, t(10))
         >>> sorted(c.id for c in g.children("s")), g.get("o:f0").source_ids, g.parent("f1").kind.value

@@ -148,7 +148,9 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragm
 def _mentioned_entities(st: NamespaceState, msgs: list[Message]) -> set[str]:
     """Entity ids named by ``msgs`` (speakers and the names in their text)."""
     out = set()
-    for m, ments in zip(msgs, extract_entities([m.text for m in msgs], known=st.entities.keys())):
+    for m, ments in zip(
+        msgs, extract_entities([m.text for m in msgs], known=st.entities.keys()), strict=True
+    ):
         for name in [m.speaker.strip(), *(em.name for em in ments)]:
             eid = st.entities.get(name) if name else None
             if eid is not None:

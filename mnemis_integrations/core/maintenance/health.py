@@ -124,7 +124,9 @@ def span_days(times: list[datetime | None]) -> float:
     """Days between the first and last known time (0 with fewer than two).
 
     >>> from datetime import datetime, timezone
-    >>> span_days([datetime(2025, 3, 1, tzinfo=timezone.utc), None, datetime(2025, 3, 22, tzinfo=timezone.utc)])
+    >>> span_days(
+    ...     [datetime(2025, 3, 1, tzinfo=timezone.utc), None, datetime(2025, 3, 22, tzinfo=timezone.utc)]
+    ... )
     21.0
     """
     known = [t for t in times if t is not None]
@@ -192,7 +194,7 @@ def plan_split(
         return [list(ids)]
     if by == "vector":
         labels = _two_means(np.asarray(vectors, dtype=np.float64))
-        groups = [[i for i, lab in zip(ids, labels) if lab == k] for k in (0, 1)]
+        groups = [[i for i, lab in zip(ids, labels, strict=True) if lab == k] for k in (0, 1)]
         return [g for g in groups if g] if all(groups) else [list(ids)]
     order = sorted(
         range(len(ids)), key=lambda i: (times[i] is None, times[i].timestamp() if times[i] else 0.0, ids[i])
@@ -228,8 +230,8 @@ def duplicate_entities(names: dict[str, str], min_ratio: float = 0.92) -> list[t
     other extra word may name another thing ("AWS" / "AWS Frankfurt", "Dana" / "Dana Lee"),
     so it is not merged. The entity seen first (smaller id) is kept.
 
-    >>> duplicate_entities({"e:acme": "Acme", "e:acme corp": "Acme Corp", "e:bob": "Bob", "e:priyanka": "Priyanka",
-    ...                     "e:priyankka": "Priyankka"})
+    >>> duplicate_entities({"e:acme": "Acme", "e:acme corp": "Acme Corp", "e:bob": "Bob",
+    ...                     "e:priyanka": "Priyanka", "e:priyankka": "Priyankka"})
     [('e:acme', 'e:acme corp'), ('e:priyanka', 'e:priyankka')]
     """
     keys = sorted(names)

@@ -15,8 +15,10 @@ def supersede(graph: MemoryGraph, *, old_id: str, new_id: str, when: datetime | 
     node's status and validity end set. Idempotent.
 
     >>> from mnemis_integrations.core.model import Node, NodeKind
-    >>> g = MemoryGraph("u"); g.add_node(Node("a", NodeKind.FRAGMENT, "A", "u")); g.add_node(Node("b", NodeKind.FRAGMENT, "B", "u"))
-    >>> supersede(g, old_id="a", new_id="b", when=None); g.get("a").status.value, [n.id for n in g.successors_of("a")]
+    >>> g = MemoryGraph("u")
+    >>> g.add_node(Node("a", NodeKind.FRAGMENT, "A", "u")); g.add_node(Node("b", NodeKind.FRAGMENT, "B", "u"))
+    >>> supersede(g, old_id="a", new_id="b", when=None)
+    >>> g.get("a").status.value, [n.id for n in g.successors_of("a")]
     ('superseded', ['b'])
     """
     old = graph.get(old_id)

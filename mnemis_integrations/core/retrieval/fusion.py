@@ -120,7 +120,9 @@ def collapse_overlaps(ranked: list[str], sources: dict[str, frozenset[str]]) -> 
 
     Hits with no messages (concept and subtopic overviews) are kept.
 
-    >>> collapse_overlaps(["a", "b", "c"], {"a": frozenset({"m1", "m2"}), "b": frozenset({"m2"}), "c": frozenset()})
+    >>> collapse_overlaps(
+    ...     ["a", "b", "c"], {"a": frozenset({"m1", "m2"}), "b": frozenset({"m2"}), "c": frozenset()}
+    ... )
     ['a', 'c']
     """
     shown: set[str] = set()

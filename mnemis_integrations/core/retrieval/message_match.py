@@ -63,7 +63,9 @@ def message_match(
 ) -> np.ndarray:
     """Each message's match in [0, 1]: calibrated cosine and term coverage, mixed.
 
-    >>> scores = message_match(np.array([0.9, 0.6]), {"tea"}, [{"tea"}, set()], threshold=0.5, lexical_weight=0.5)
+    >>> scores = message_match(
+    ...     np.array([0.9, 0.6]), {"tea"}, [{"tea"}, set()], threshold=0.5, lexical_weight=0.5
+    ... )
     >>> scores.round(2).tolist()
     [0.9, 0.1]
     """

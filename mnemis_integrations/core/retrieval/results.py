@@ -105,7 +105,8 @@ class MemoryHit:
         stays readable in ``message_metadata``.
 
         >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, (), (), None, "active",
-        ...               metadata={"channel": "email", "score": 5}, message_metadata={"m1": {"channel": "email", "score": 5}})
+        ...               metadata={"channel": "email", "score": 5},
+        ...               message_metadata={"m1": {"channel": "email", "score": 5}})
         >>> md = h.to_metadata()
         >>> md["channel"], md["score"], md["message_metadata"]["m1"]["score"]
         ('email', 0.9, 5)

@@ -141,7 +141,7 @@ def _message_scores(
     norm = _minmax(np.fromiter((msg_sims[i] for i in ids), np.float64, len(ids)))
     return {
         i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0))
-        for i, n in zip(ids, norm)
+        for i, n in zip(ids, norm, strict=True)
     }
 
 
@@ -200,7 +200,7 @@ def _coarse(
                 cand[p] = None
                 parents.append(p)
     ids += parents
-    node_sims = dict(zip(ids, st.node_vectors.similarities(qvec, ids).tolist()))
+    node_sims = dict(zip(ids, st.node_vectors.similarities(qvec, ids).tolist(), strict=True))
     msgs = [
         m
         for i in ids
@@ -209,7 +209,7 @@ def _coarse(
         if m in st.msg_vectors and (messages is None or m in messages)
     ]
     msgs = list(dict.fromkeys(msgs))
-    msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist()))
+    msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist(), strict=True))
     return ids, node_sims, msg_sims
 
 
@@ -262,9 +262,9 @@ def _score(
         )
         ts = cfg.topic_smoothing
         score = np.where(kinds, (1 - ts) * score + ts * parent_norm, score)
-    raw = {i: float(d) for i, d in zip(ids, dense_a)}
+    raw = {i: float(d) for i, d in zip(ids, dense_a, strict=True)}
     keep = (dense_a >= threshold) | (lex_a > 0)
-    scores = {i: float(s) for i, s, k in zip(ids, score, keep) if k}
+    scores = {i: float(s) for i, s, k in zip(ids, score, keep, strict=True) if k}
 
     expanded: dict[str, str] = {}
     if cfg.expand and cfg.max_expansions > 0 and scores:

@@ -328,7 +328,7 @@ class FalkorDBStore:
                     "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
                     "vec": _vec_out(v),
                 }
-                for m, v in zip(delta.new_messages, vectors)
+                for m, v in zip(delta.new_messages, vectors, strict=True)
             ],
         }
 

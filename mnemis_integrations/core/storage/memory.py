@@ -80,7 +80,8 @@ class InMemoryStore:
             current = self.version(namespace)
             if current != expected_version:
                 raise ConcurrentWriteError(
-                    f"namespace {namespace!r} was written by another writer (version {current}, this copy {expected_version})"
+                    f"namespace {namespace!r} was written by another writer "
+                    f"(version {current}, this copy {expected_version})"
                 )
             self._seq += 1
             ns = self._ns.get(namespace) or _Namespace(self._seq)

@@ -1,11 +1,12 @@
 """Single-file persistent store (SQLite): many namespaces, one transaction per write.
 
-Layout: ``messages`` (raw text; ``metadata`` the caller's flat dict as JSON, NULL when empty), ``vectors`` (float32 bytes per message, so a reopened store
-never re-embeds), ``nodes`` and ``edges`` (one row per graph element with its JSON, so a write
-touches only what changed), ``versions`` (each namespace's version, taken from the store-wide
-sequence ``meta.write_seq`` so it never goes back) and ``meta`` (format version, embedder id,
-dimension). Plain data only, never pickle. WAL mode lets readers in other processes read while
-one process writes. Files of format 1 (one graph blob per namespace) are converted on open.
+Layout: ``messages`` (raw text; ``metadata`` the caller's flat dict as JSON, NULL when empty),
+``vectors`` (float32 bytes per message, so a reopened store never re-embeds), ``nodes`` and
+``edges`` (one row per graph element with its JSON, so a write touches only what changed),
+``versions`` (each namespace's version, taken from the store-wide sequence ``meta.write_seq`` so
+it never goes back) and ``meta`` (format version, embedder id, dimension). Plain data only, never
+pickle. WAL mode lets readers in other processes read while one process writes. Files of format 1
+(one graph blob per namespace) are converted on open.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE TABLE IF NOT EXISTS vectors (
     namespace TEXT NOT NULL, id TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (namespace, id)
 );
-CREATE TABLE IF NOT EXISTS nodes (namespace TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (namespace, id));
+CREATE TABLE IF NOT EXISTS nodes (
+    namespace TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (namespace, id)
+);
 CREATE TABLE IF NOT EXISTS edges (
     namespace TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (namespace, src, dst, key)
@@ -189,7 +192,8 @@ class SQLiteStore:
         current = int(row[0]) if row else 0
         if current != expected:
             raise ConcurrentWriteError(
-                f"namespace {namespace!r} was written by another writer (version {current}, this copy {expected})"
+                f"namespace {namespace!r} was written by another writer "
+                f"(version {current}, this copy {expected})"
             )
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'write_seq'").fetchone()
         new = max(int(row[0]) if row else 0, current) + 1
@@ -216,7 +220,8 @@ class SQLiteStore:
                     "SELECT data FROM edges WHERE namespace = ? ORDER BY rowid", (namespace,)
                 ).fetchall()
                 msgs = self._conn.execute(
-                    "SELECT id, speaker, text, timestamp, seq, metadata FROM messages WHERE namespace = ? ORDER BY seq",
+                    "SELECT id, speaker, text, timestamp, seq, metadata FROM messages "
+                    "WHERE namespace = ? ORDER BY seq",
                     (namespace,),
                 ).fetchall()
                 vecs = self._conn.execute(
@@ -294,7 +299,8 @@ class SQLiteStore:
                     [(namespace, m) for m in delta.removed_messages],
                 )
             self._conn.executemany(
-                "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages (namespace, id, seq, speaker, text, timestamp, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         namespace,
@@ -312,7 +318,9 @@ class SQLiteStore:
                 "INSERT INTO vectors (namespace, id, vec) VALUES (?, ?, ?)",
                 [
                     (namespace, m.id, np.asarray(v, np.float32).tobytes())
-                    for m, v in zip(delta.new_messages, delta.new_vectors if delta.new_messages else [])
+                    for m, v in zip(
+                        delta.new_messages, delta.new_vectors if delta.new_messages else [], strict=True
+                    )
                 ],
             )
         return version
