@@ -74,6 +74,13 @@ def _check_query(query: Any, cfg: MemoryConfig) -> None:
         raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
 
 
+def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:
+    """Whether ``hit`` stands for messages (``under`` its node, and its own), all of them in ``seen``;
+    a hit standing for none (an entity) never does."""
+    sources = under | set(hit.source_ids)
+    return bool(sources) and sources <= seen
+
+
 def _check_budget(max_tokens: Any) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
@@ -530,6 +537,7 @@ class MnemisMemory:
         max_tokens: int | None = None,
         filter: Mapping[str, Any] | None = None,
         score_threshold: float | None = None,
+        exclude_messages: Collection[str] | None = None,
     ) -> list[MemoryHit]:
         """Dual-path recall, best first.
 
@@ -551,6 +559,9 @@ class MnemisMemory:
                 ``k`` hits still come back when that many match.
             score_threshold: drop hits whose ``score`` is below this (in [0, 1]); applied after
                 ranking, before ``max_tokens``, so fewer than ``k`` may come back.
+            exclude_messages: ids of messages the reader already sees (an agent's window): a hit
+                standing only for such messages (its own and those beneath it) is left out, as it
+                would add nothing; up to ``k`` others take their places.
 
         Raises:
             InvalidQueryError: empty or over-long query, ``k`` < 1, ``max_tokens`` < 1, an
@@ -581,11 +592,13 @@ class MnemisMemory:
                 raise NamespaceNotFoundError(namespace)
             if st.path_cache is None:
                 st.path_cache = PathCache()
+            # hits left out as already seen must not cost the caller any of its k
+            wanted = min(cfg.limits.max_k, k + len(exclude_messages)) if exclude_messages else k
             hits = dual_path_search(
                 st,
                 query,
                 qvec,
-                k,
+                wanted,
                 cfg,
                 self.profile,
                 as_of=when,
@@ -593,6 +606,9 @@ class MnemisMemory:
                 cache=st.path_cache,
                 filter=flt,
             )
+            if exclude_messages:
+                seen = set(exclude_messages)
+                hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)][:k]
         if score_threshold is not None:
             hits = [h for h in hits if h.score >= score_threshold]
         logger.debug(

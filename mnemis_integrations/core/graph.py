@@ -170,6 +170,29 @@ class MemoryGraph:
     def children(self, node_id: str) -> list[Node]:
         return [self.get(e.src) for e in self.in_edges(node_id, EdgeKind.BELONGS_TO)]
 
+    def sources_under(self, node_id: str) -> set[str]:
+        """Ids of the messages a node stands for: its own sources and those of every node beneath it.
+
+        >>> g = MemoryGraph("u1")
+        >>> g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
+        >>> g.add_node(Node("f", NodeKind.FRAGMENT, "chat", "u1", source_ids=["m1", "m2"]))
+        >>> g.add_edge(Edge("f", "s", EdgeKind.BELONGS_TO))
+        >>> sorted(g.sources_under("s"))
+        ['m1', 'm2']
+        """
+        out: set[str] = set()
+        stack, seen = [node_id], {node_id}
+        while stack:
+            current = stack.pop()
+            if not self.has(current):
+                continue
+            out.update(self.get(current).source_ids)
+            for child in self.children(current):
+                if child.id not in seen:
+                    seen.add(child.id)
+                    stack.append(child.id)
+        return out
+
     def ancestors(self, node_id: str) -> list[Node]:
         """Parents from the nearest up to the top (cycle-safe)."""
         out, seen, cur = [], {node_id}, self.parent(node_id)

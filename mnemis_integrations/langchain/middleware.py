@@ -122,7 +122,7 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         query = _latest_user_text(request.messages)
         if not query:
             return handler(request)
-        docs = self._retriever(request.runtime).invoke(query)
+        docs = self._retriever(request.runtime).invoke(query, exclude_messages=_in_window(request.messages))
         return handler(self._with_recall(request, docs))
 
     async def awrap_model_call(
@@ -131,7 +131,9 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         query = _latest_user_text(request.messages)
         if not query:
             return await handler(request)
-        docs = await self._retriever(request.runtime).ainvoke(query)
+        docs = await self._retriever(request.runtime).ainvoke(
+            query, exclude_messages=_in_window(request.messages)
+        )
         return await handler(self._with_recall(request, docs))
 
     def _retriever(self, runtime: Runtime | None) -> MnemisRetriever:
@@ -211,6 +213,12 @@ def _append_to_system(system: SystemMessage | None, block: str) -> SystemMessage
     if isinstance(system.content, str):
         return SystemMessage(content=f"{system.content}\n\n{block}" if system.content else block)
     return SystemMessage(content=[*system.content, {"type": "text", "text": block}])
+
+
+def _in_window(messages: Sequence[BaseMessage]) -> set[str]:
+    """Ids, as saved turns get them, of the messages the model sees anyway: recalling a memory made
+    only of them would repeat the conversation into the prompt."""
+    return {_message_id(m) for m in messages if m.type in ("human", "ai") and m.text.strip()}
 
 
 def _message_id(m: BaseMessage) -> str:

@@ -125,4 +125,6 @@ class MnemisRetriever(Erasure, BaseRetriever):
         return [to_document(h) for h in hits[: kwargs["k"]]]
 
 
-_PER_CALL = frozenset({"k", "namespace", "filter", "as_of", "include_archived", "score_threshold"})
+_PER_CALL = frozenset(
+    {"k", "namespace", "filter", "as_of", "include_archived", "score_threshold", "exclude_messages"}
+)

@@ -54,13 +54,11 @@ __all__ = [
     "matches_properties",
     "metadata_exclusions",
     "node_view",
-    "only_in_context",
     "orphaned_extractions",
     "public_properties",
     "relation_label",
     "relation_properties",
     "short_label",
-    "sources_under",
     "split_node_properties",
     "split_relation_properties",
 ]
@@ -292,47 +290,6 @@ def document_record(
         except InvalidMessageError as e:
             raise InvalidMessageError(f"metadata {key!r}: {e.reason}", message_id=node_id) from None
     return {"id": node_id, "speaker": DOCUMENT_SPEAKER, "text": text, "timestamp": when}
-
-
-def sources_under(graph: MemoryGraph, node_id: str) -> set[str]:
-    """Ids of the messages a node stands for: its own sources and those of every node beneath it.
-
-    Examples:
-        >>> g = MemoryGraph("u1")
-        >>> g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
-        >>> g.add_node(Node("f", NodeKind.FRAGMENT, "chat", "u1", source_ids=["m1", "m2"]))
-        >>> g.add_edge(Edge("f", "s", EdgeKind.BELONGS_TO))
-        >>> sorted(sources_under(g, "s"))
-        ['m1', 'm2']
-    """
-    out: set[str] = set()
-    stack, seen = [node_id], {node_id}
-    while stack:
-        current = stack.pop()
-        if not graph.has(current):
-            continue
-        out.update(graph.get(current).source_ids)
-        for child in graph.children(current):
-            if child.id not in seen:
-                seen.add(child.id)
-                stack.append(child.id)
-    return out
-
-
-def only_in_context(hit: MemoryHit, graph: MemoryGraph, in_context: set[str]) -> bool:
-    """Whether a hit stands only for messages the model already sees (so recalling it adds nothing).
-
-    A hit standing for no message at all (an entity) is never "only in context".
-
-    Examples:
-        >>> g = MemoryGraph("u1")
-        >>> g.add_node(Node("f", NodeKind.FRAGMENT, "chat", "u1", source_ids=["m1"]))
-        >>> h = MemoryHit("f", "fragment", "t", ("m1",), 1.0, 1.0, 0.0, (), ("chat",), None, "active")
-        >>> only_in_context(h, g, {"m1", "m2"}), only_in_context(h, g, {"m2"})
-        (True, False)
-    """
-    sources = set(hit.source_ids) | sources_under(graph, hit.node_id)
-    return bool(sources) and sources <= in_context
 
 
 # ---------------------------------------------------------------------------------------------

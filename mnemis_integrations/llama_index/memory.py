@@ -15,7 +15,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from ..core.engine import MnemisMemory
 from ..core.messages import utc_now
 from ..errors import NamespaceNotFoundError
-from ._convert import chat_message_id, chat_record, format_hits, only_in_context
+from ._convert import chat_message_id, chat_record, format_hits
 from .retriever import search_kwargs
 
 __all__ = ["MnemisMemoryBlock"]
@@ -154,12 +154,12 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         # A pasted document must not break the read: search with its most recent part.
         query = "\n".join(window)[-self.memory.config.limits.max_query_chars :]
         try:
+            in_context = {chat_message_id(session_id, m.role.value, _text(m)) for m in messages}
             hits = await self.memory.asearch(
-                query, **search_kwargs(self.similarity_top_k, self.namespace, self.max_tokens)
+                query,
+                **search_kwargs(self.similarity_top_k, self.namespace, self.max_tokens),
+                exclude_messages=in_context,
             )
         except NamespaceNotFoundError:
             return ""
-        in_context = {chat_message_id(session_id, m.role.value, _text(m)) for m in messages}
-        graph = self.memory.graph(namespace=self.namespace)
-        hits = [h for h in hits if not only_in_context(h, graph, in_context)]
         return format_hits(hits[: self.similarity_top_k], max_chars=self.max_chars)

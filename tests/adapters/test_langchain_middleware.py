@@ -90,8 +90,24 @@ def test_turns_in_one_thread_are_saved_once_each():
         "What do I like to drink?",
         "You like green tea.",
     ]
-    # the second call recalled the first turn, with its path
-    assert "green tea" in model.last_system_prompt and "- [" in model.last_system_prompt
+    # the first turn is in the thread's window: recalling it would only repeat it
+    assert model.last_system_prompt == "You are a helpful assistant."
+
+
+def test_recall_leaves_out_what_the_window_already_shows_and_keeps_the_rest():
+    """Before: a thread's own earlier turns came back as memories in the system prompt, the
+    conversation twice over (the LlamaIndex memory block already left them out). Now both do."""
+    mem = empty_memory()
+    old = {"id": "old-1", "speaker": "user", "text": "I love green tea.", "timestamp": "2023-01-01T09:00:00Z"}
+    mem.add_messages([old], namespace="u1")
+    model = ScriptedChatModel.of("Noted.", "You like green tea.")
+    agent = make_agent(mem, model, checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "new"}}
+    agent.invoke({"messages": [{"role": "user", "content": "My cat is called Miso."}]}, cfg)
+    agent.invoke({"messages": [{"role": "user", "content": "What do I like to drink? My cat Miso?"}]}, cfg)
+    recalled = model.last_system_prompt.split(DEFAULT_HEADER, 1)[-1]
+    assert DEFAULT_HEADER in model.last_system_prompt and "green tea" in recalled  # said long before
+    assert "Miso" not in recalled  # this thread's own turn, in the window
 
 
 def test_tool_calls_and_tool_results_are_not_saved_but_the_answer_is():

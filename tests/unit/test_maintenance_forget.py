@@ -157,7 +157,9 @@ def test_forgetting_a_message_keeps_overviews_and_a_renamed_concept_once_reopene
     with MnemisMemory(path, embedder=emb) as mem:
         mem.add_messages(WEEKS, namespace="u1")
         concept = next(
-            c for c in mem.graph("u1").nodes(NodeKind.CONCEPT) if "m11" not in _sources_under(mem, c.id)
+            c
+            for c in mem.graph("u1").nodes(NodeKind.CONCEPT)
+            if "m11" not in mem.graph("u1").sources_under(c.id)
         )
         doc = review.rename(review.export_hierarchy(mem.graph("u1")), concept.id, "Curated name")
         mem.apply(lambda g: review.apply_hierarchy(g, doc), namespace="u1")
@@ -175,13 +177,3 @@ def test_forgetting_a_message_keeps_overviews_and_a_renamed_concept_once_reopene
         assert len(overviews) == len(before) and before - set(held_m1) <= {n.id for n in overviews}
         assert all("m1" not in n.source_ids for n in overviews)
         assert [c.label for c in g.nodes(NodeKind.CONCEPT)].count("Curated name") == 1
-
-
-def _sources_under(mem, node_id):
-    g = mem.graph("u1")
-    ids, todo = set(), [node_id]
-    while todo:
-        n = todo.pop()
-        ids.update(g.get(n).source_ids)
-        todo += [c.id for c in g.children(n)]
-    return ids
