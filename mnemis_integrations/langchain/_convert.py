@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..core.retrieval.render import memory_block, memory_line
 from ..core.retrieval.results import MemoryHit
 
 __all__ = [
@@ -78,26 +79,16 @@ def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:
 def format_memory_line(
     path_str: str, text: str, *, status: str = "active", max_chars: int | None = None
 ) -> str:
-    """``[path] text``, with ``(superseded)``/``(archived)`` marked and the text optionally cut.
-
-    Continuation lines of a multi-line text are indented by two spaces, so each memory stays
-    one visible item in a list.
+    """``[path] text``, with ``(superseded)``/``(archived)`` marked and the text optionally cut
+    (core's :func:`~mnemis_integrations.core.retrieval.render.memory_line`, undated, multi-line).
 
     Examples:
         >>> format_memory_line("Home > Pets", "Rex is a beagle", status="superseded")
         '[Home > Pets] (superseded) Rex is a beagle'
         >>> format_memory_line("", "loose note")
         'loose note'
-        >>> print(format_memory_line("Work", "summary\\nuser: detail"))
-        [Work] summary
-          user: detail
     """
-    text = "\n  ".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
-    if max_chars is not None and len(text) > max_chars:
-        text = text[:max_chars].rstrip() + "…"
-    if status and status != "active":
-        text = f"({status}) {text}"
-    return f"[{path_str}] {text}" if path_str else text
+    return memory_line(path_str, text, status=status, max_chars=max_chars)
 
 
 _HEADER = "Relevant memories (most relevant first; [topic path] then content):"
@@ -118,7 +109,7 @@ def format_hits(
         >>> format_hits([])
         ''
     """
-    return _block([format_hit(h, max_chars=max_chars) for h in hits], header=header, empty=empty)
+    return memory_block([format_hit(h, max_chars=max_chars) for h in hits], header=header, empty=empty)
 
 
 def format_documents(
@@ -145,14 +136,7 @@ def format_documents(
         )
         for d in docs
     ]
-    return _block(lines, header=header, empty=empty)
-
-
-def _block(lines: Sequence[str], *, header: str, empty: str) -> str:
-    if not lines:
-        return empty
-    items = [f"- {line}" for line in lines]
-    return "\n".join([header, *items]) if header else "\n".join(items)
+    return memory_block(lines, header=header, empty=empty)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any
 from ..core.graph import MemoryGraph
 from ..core.messages import parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
+from ..core.retrieval.render import memory_block, memory_line
 from ..core.retrieval.results import MemoryHit
 from ..errors import InvalidMessageError, InvalidQueryError
 
@@ -177,14 +178,9 @@ def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:
         >>> format_hit(h, max_chars=6)
         '[Work > Refunds] (superseded) refund… (2025-03-02)'
     """
-    text = " ".join(hit.text.split())
-    if max_chars is not None and len(text) > max_chars:
-        text = text[:max_chars].rstrip() + "…"
-    if hit.status and hit.status != Status.ACTIVE.value:
-        text = f"({hit.status}) {text}"
-    if hit.time is not None:
-        text = f"{text} ({hit.time.date().isoformat()})"
-    return f"[{hit.path_str}] {text}" if hit.path else text
+    return memory_line(
+        hit.path_str, hit.text, status=hit.status, when=hit.time, max_chars=max_chars, one_line=True
+    )
 
 
 def format_hits(
@@ -199,10 +195,7 @@ def format_hits(
         >>> format_hits([])
         ''
     """
-    if not hits:
-        return ""
-    lines = [f"- {format_hit(h, max_chars=max_chars)}" for h in hits]
-    return "\n".join([header, *lines]) if header else "\n".join(lines)
+    return memory_block([format_hit(h, max_chars=max_chars) for h in hits], header=header)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from ..model import Node, NodeKind
 from ..state import NamespaceState
 from ..text import format_date
 
-__all__ = ["render"]
+__all__ = ["memory_block", "memory_line", "render"]
 
 
 def render(
@@ -52,3 +52,51 @@ def render(
         kids = [c.label for c in st.graph.children(node.id)]
         return f"{node.label}: " + "; ".join(kids[:8]), ()
     return node.label, ()
+
+
+def memory_line(
+    path_str: str,
+    text: str,
+    *,
+    status: str = "active",
+    when: datetime | None = None,
+    max_chars: int | None = None,
+    one_line: bool = False,
+) -> str:
+    """One recalled memory as a prompt line: ``[path] (status) text (date)``, the status only when not
+    active, the date only when given, the text cut at ``max_chars``. Continuation lines are indented
+    by two spaces so each memory stays one item of a list; ``one_line`` folds them into one line.
+
+    >>> memory_line("Home > Pets", "Rex is a beagle", status="superseded")
+    '[Home > Pets] (superseded) Rex is a beagle'
+    >>> print(memory_line("Work", "summary\\nuser: detail"))
+    [Work] summary
+      user: detail
+    >>> memory_line("Work", "summary\\nuser: detail", when=datetime(2025, 3, 2), max_chars=12, one_line=True)
+    '[Work] summary user… (2025-03-02)'
+    """
+    if one_line:
+        text = " ".join(text.split())
+    else:
+        text = "\n  ".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars].rstrip() + "…"
+    if status and status != "active":
+        text = f"({status}) {text}"
+    if when is not None:
+        text = f"{text} ({when.date().isoformat()})"
+    return f"[{path_str}] {text}" if path_str else text
+
+
+def memory_block(lines: Sequence[str], *, header: str, empty: str = "") -> str:
+    """Memory lines as one block under ``header``, one ``- `` item each; ``empty`` when there are none.
+
+    >>> print(memory_block(["[Work] a", "b"], header="Memory:"))
+    Memory:
+    - [Work] a
+    - b
+    """
+    if not lines:
+        return empty
+    items = [f"- {line}" for line in lines]
+    return "\n".join([header, *items]) if header else "\n".join(items)
