@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -358,63 +358,63 @@ class MnemisStore(BaseStore):
 
     # -- recall ----------------------------------------------------------------------------------
 
-    def _namespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
-        found: list[tuple[str, ...]] = []
-        conditions = (MatchCondition(match_type="prefix", path=prefix),) if prefix else None
-        while True:
-            page = self.backing.batch([ListNamespacesOp(conditions, None, _LIST_PAGE, len(found))])[0]
-            found.extend(page)
-            if len(page) < _LIST_PAGE:
-                return [(tuple(ns), namespace_to_str(ns)) for ns in found]
-
-    async def _anamespaces_under(self, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
-        found: list[tuple[str, ...]] = []
-        conditions = (MatchCondition(match_type="prefix", path=prefix),) if prefix else None
-        while True:
-            page = (await self.backing.abatch([ListNamespacesOp(conditions, None, _LIST_PAGE, len(found))]))[
-                0
-            ]
-            found.extend(page)
-            if len(page) < _LIST_PAGE:
-                return [(tuple(ns), namespace_to_str(ns)) for ns in found]
-
-    def _first_k(self, op: SearchOp) -> tuple[int, int]:
-        max_k = self.memory.config.limits.max_k
-        return min(max_k, max(_MIN_RECALL_K, (op.offset + op.limit) * _RECALL_FACTOR)), max_k
+    # -- recall: one sequence of steps, run by a sync and an async driver ------------------------
 
     def _recall(self, op: SearchOp) -> list[SearchItem]:
-        spaces = self._namespaces_under(tuple(op.namespace_prefix))
-        want = op.offset + op.limit
-        k, max_k = self._first_k(op)
-        while True:
-            per_ns, exhausted = {}, True
-            for ns, name in spaces:
-                hits = self._search_one(op.query, k, name)
-                exhausted &= len(hits) < k or k >= max_k
-                per_ns[(ns, name)] = hits
-            candidates = _candidates(per_ns)
-            items = self.backing.batch([GetOp(c.namespace, c.key, op.refresh_ttl) for c in candidates])
-            kept = _keep_current(candidates, items, op.filter)
-            if len(kept) >= want or exhausted:
-                scores = self.memory.score_messages(op.query, _ids_by_namespace(kept))
-                return _ranked(kept, scores)[op.offset : want]
-            k = min(2 * k, max_k)
+        steps, answer = self._recall_steps(op), None
+        try:
+            while True:
+                kind, args = steps.send(answer)
+                if kind == "backing":
+                    answer = self.backing.batch(args)
+                elif kind == "search":
+                    answer = self._search_one(*args)
+                else:
+                    answer = self.memory.score_messages(*args)
+        except StopIteration as done:
+            return done.value
 
     async def _arecall(self, op: SearchOp) -> list[SearchItem]:
-        spaces = await self._anamespaces_under(tuple(op.namespace_prefix))
+        steps, answer = self._recall_steps(op), None
+        try:
+            while True:
+                kind, args = steps.send(answer)
+                if kind == "backing":
+                    answer = await self.backing.abatch(args)
+                elif kind == "search":
+                    answer = await self._asearch_one(*args)
+                else:
+                    answer = await self.memory.ascore_messages(*args)
+        except StopIteration as done:
+            return done.value
+
+    def _recall_steps(self, op: SearchOp) -> Generator[tuple[str, Any], Any, list[SearchItem]]:
+        """A prefix search, as the calls it needs: it yields ``("backing", ops)`` (a batch of the
+        backing store), ``("search", (query, k, namespace))`` and ``("score", (query, ids))``, and is
+        sent each answer, so the sync and the async store run the same steps."""
+        found: list[tuple[str, ...]] = []
+        prefix = tuple(op.namespace_prefix)
+        conditions = (MatchCondition(match_type="prefix", path=prefix),) if prefix else None
+        while True:
+            page = (yield "backing", [ListNamespacesOp(conditions, None, _LIST_PAGE, len(found))])[0]
+            found.extend(page)
+            if len(page) < _LIST_PAGE:
+                break
+        spaces = [(tuple(ns), namespace_to_str(ns)) for ns in found]
         want = op.offset + op.limit
-        k, max_k = self._first_k(op)
+        max_k = self.memory.config.limits.max_k
+        k = min(max_k, max(_MIN_RECALL_K, want * _RECALL_FACTOR))
         while True:
             per_ns, exhausted = {}, True
             for ns, name in spaces:
-                hits = await self._asearch_one(op.query, k, name)
+                hits = yield "search", (op.query, k, name)
                 exhausted &= len(hits) < k or k >= max_k
                 per_ns[(ns, name)] = hits
             candidates = _candidates(per_ns)
-            items = await self.backing.abatch([GetOp(c.namespace, c.key, op.refresh_ttl) for c in candidates])
+            items = yield "backing", [GetOp(c.namespace, c.key, op.refresh_ttl) for c in candidates]
             kept = _keep_current(candidates, items, op.filter)
             if len(kept) >= want or exhausted:
-                scores = await self.memory.ascore_messages(op.query, _ids_by_namespace(kept))
+                scores = yield "score", (op.query, _ids_by_namespace(kept))
                 return _ranked(kept, scores)[op.offset : want]
             k = min(2 * k, max_k)
 
