@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +47,24 @@ PLACE_MAX_CANDIDATES = 512  # past this many parents none of which is chosen, a 
 DISTINCTIVE_MAX_MENTIONS = 256
 OVERLAP_MAX_DF = 256  # update judgement follows only words held by at most this many messages
 _EPS = 1e-4  # faiss and numpy may round a cosine differently: the bounds keep this much slack
+
+
+class _Level(NamedTuple):
+    name: str  # as the review hook sees it
+    prefix: str  # of a founded parent's id
+    threshold: str  # the BuildConfig / profile setting
+    capacity: str  # the BuildConfig limit of children
+    counter: str  # the BuildReport count of founded parents
+
+
+_LEVELS = {
+    NodeKind.SUBTOPIC: _Level(
+        "subtopic", "s", "subtopic_threshold", "max_subtopic_fragments", "subtopics_created"
+    ),
+    NodeKind.CONCEPT: _Level(
+        "concept", "c", "concept_threshold", "max_concept_subtopics", "concepts_created"
+    ),
+}
 
 
 @dataclass
@@ -293,64 +312,44 @@ class OfflineBuilder:
 
     # ---------------------------------------------------------------- hierarchy
     def _place(self, st: NamespaceState, frag: Node, rep: BuildReport) -> None:
-        g = st.graph
-        v = st.node_vectors.get(frag.id)
-        sid, sim = self._nearest_parent(
-            st, v, NodeKind.SUBTOPIC, self._t("subtopic_threshold"), self.cfg.max_subtopic_fragments
-        )
-        p = self.review(
-            Placement(
-                frag.id, "subtopic", sid, sim, g.get(sid).label if sid else ", ".join(frag.keywords[:2])
-            )
-        )
-        sid = p.parent_id
-        if sid is None or not g.has(sid):
-            sid = f"s:{frag.id[2:]}"
-            g.add_node(
-                Node(
-                    id=sid,
-                    kind=NodeKind.SUBTOPIC,
-                    label=p.label or "misc",
-                    namespace=st.namespace,
-                    created_at=frag.created_at,
-                    event_time=frag.event_time,
-                )
-            )
-            rep.subtopics_created += 1
-            g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
-            st.refresh_vectors([sid])
-            self._place_subtopic(st, g.get(sid), rep)
-        else:
-            g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
-            # counted before the parent's vector is written next: that write may move a full parent out
-            st.build_index().child_added(sid)
-        rep.touched.add(sid)
+        """Put a new fragment under a subtopic (founding one, itself put under a concept, if none fits)."""
+        self._place_under(st, frag, NodeKind.SUBTOPIC, ", ".join(frag.keywords[:2]), rep)
 
-    def _place_subtopic(self, st: NamespaceState, sub: Node, rep: BuildReport) -> None:
+    def _place_under(
+        self, st: NamespaceState, child: Node, kind: NodeKind, label: str, rep: BuildReport
+    ) -> None:
+        """One level of placement: the nearest parent of ``kind`` that can take ``child``, as the
+        review hook confirms it, or a new parent (labelled ``label`` unless the hook names it); a
+        new subtopic is then placed under a concept the same way."""
         g = st.graph
-        v = st.node_vectors.get(sub.id)
-        cid, sim = self._nearest_parent(
-            st, v, NodeKind.CONCEPT, self._t("concept_threshold"), self.cfg.max_concept_subtopics
-        )
-        p = self.review(Placement(sub.id, "concept", cid, sim, g.get(cid).label if cid else sub.label))
-        cid = p.parent_id
-        if cid is None or not g.has(cid):
-            cid = f"c:{sub.id[2:]}"
+        level = _LEVELS[kind]
+        threshold, capacity = self._t(level.threshold), getattr(self.cfg, level.capacity)
+        pid, sim = self._nearest_parent(st, st.node_vectors.get(child.id), kind, threshold, capacity)
+        p = self.review(Placement(child.id, level.name, pid, sim, g.get(pid).label if pid else label))
+        pid = p.parent_id
+        founded = pid is None or not g.has(pid)
+        if founded:
+            pid = f"{level.prefix}:{child.id[2:]}"
             g.add_node(
                 Node(
-                    id=cid,
-                    kind=NodeKind.CONCEPT,
+                    id=pid,
+                    kind=kind,
                     label=p.label or "misc",
                     namespace=st.namespace,
-                    created_at=sub.created_at,
-                    event_time=sub.event_time,
+                    created_at=child.created_at,
+                    event_time=child.event_time,
                 )
             )
-            rep.concepts_created += 1
-        g.add_edge(Edge(sub.id, cid, EdgeKind.BELONGS_TO, created_at=sub.created_at))
-        st.build_index().child_added(cid)
-        st.refresh_vectors([cid])
-        rep.touched.add(cid)
+            setattr(rep, level.counter, getattr(rep, level.counter) + 1)
+        g.add_edge(Edge(child.id, pid, EdgeKind.BELONGS_TO, created_at=child.created_at))
+        # counted before the parent's vector is written next: that write may move a full parent out
+        st.build_index().child_added(pid)
+        if kind == NodeKind.CONCEPT or founded:
+            st.refresh_vectors([pid])  # an existing subtopic's vector is written after its new fragment's
+        if kind == NodeKind.SUBTOPIC and founded:
+            sub = g.get(pid)
+            self._place_under(st, sub, NodeKind.CONCEPT, sub.label, rep)
+        rep.touched.add(pid)
 
     def _nearest_parent(
         self, st: NamespaceState, vector: np.ndarray, kind: NodeKind, threshold: float, max_size: int
