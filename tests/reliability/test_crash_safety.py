@@ -23,6 +23,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs PO
 CI_CYCLES = 15
 
 
+@pytest.mark.slow  # 15 cycles of a child process killed mid-write: ~14 s; CI runs it (`-m slow`)
 def test_sigkill_mid_ingest_loses_no_acknowledged_message_and_no_batch_is_torn(tmp_path):
     figures = worker.run_crash_cycles(
         str(tmp_path / "crash.db"), CI_CYCLES, seed=7, size=10, max_delay_s=0.25
