@@ -15,10 +15,12 @@ __all__ = [
     "keyword_terms",
     "lexical_terms",
     "normalise_name",
+    "query_terms",
     "tokenize",
 ]
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
+_QUERY_WORD = re.compile(r"[\w'’\-]+", re.UNICODE)
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -432,6 +434,15 @@ def normalise_name(name: str) -> str:
     """
     s = re.sub(r"['’]s\b", "", name.strip().lower())
     return re.sub(r"\s+", " ", s).strip(" .,:;!?\"'")
+
+
+def query_terms(query: str) -> list[str]:
+    """A query's words as entity keys (:func:`normalise_name`), in order, for entity lookup.
+
+    >>> query_terms("Did Acme's team confirm plan-b?")
+    ['did', 'acme', 'team', 'confirm', 'plan-b']
+    """
+    return [w for w in (normalise_name(w) for w in _QUERY_WORD.findall(query)) if w]
 
 
 @lru_cache(maxsize=1)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import KeysView
 
-from ..text import has_cjk, normalise_name
+from ..text import has_cjk, normalise_name, query_terms
 
 __all__ = ["EntityIndex"]
-
-_QWORD = re.compile(r"[\w'’\-]+", re.UNICODE)
 
 
 class EntityIndex:
@@ -59,8 +56,7 @@ class EntityIndex:
             >>> idx.find_in("what about Acmee")
             {'e2': 0.889}
         """
-        words = [normalise_name(w) for w in _QWORD.findall(query)]
-        words = [w for w in words if w]
+        words = query_terms(query)
         found: dict[str, float] = {}
         for n in range(min(self._max_words, len(words)), 0, -1):
             for i in range(len(words) - n + 1):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -16,7 +15,7 @@ from ...errors import ConfigError
 from ..config import RelationConfig
 from ..model import EdgeKind, NodeKind
 from ..state import NamespaceState
-from ..text import content_words, has_cjk, normalise_name
+from ..text import content_words, has_cjk, query_terms
 from .cache import fragment_count, is_large, memo
 
 __all__ = [
@@ -130,9 +129,6 @@ def _fuzzy_table(st: NamespaceState):
     return singles, alphabet, counts, lengths
 
 
-_QWORD = re.compile(r"[\w'’\-]+", re.UNICODE)
-
-
 def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) -> dict[str, float]:
     """``EntityIndex.find_in`` with the same answer, for namespaces with many entities.
 
@@ -145,7 +141,7 @@ def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) 
         return idx.find_in(query, fuzzy_min_ratio)
     found = idx.find_in(query, 1.0)  # exact n-grams and CJK substrings
     singles, alphabet, counts, lengths = memo(st, "entity_fuzzy", None, lambda: _fuzzy_table(st))
-    words = [w for w in (normalise_name(w) for w in _QWORD.findall(query)) if w]
+    words = query_terms(query)
     for w in words:
         if len(w) < 4 or idx.get(w) is not None or not singles:
             continue

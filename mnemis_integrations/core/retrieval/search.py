@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -16,11 +17,11 @@ from ..temporal import status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
-from .relation import grade_by_match, relation_path, semantic_match, term_match
+from .relation import RelationResult, grade_by_match, relation_path, semantic_match, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
-from .scope import scope_of
-from .semantic import semantic_path
+from .scope import Scope, scope_of
+from .semantic import SemanticResult, semantic_path
 
 __all__ = ["dual_path_search"]
 
@@ -89,6 +90,44 @@ def _recency(st: NamespaceState, ids: list[str]) -> dict[str, float]:
     return {i: rank.get(t, 0.0) if t else 0.0 for i, t in times.items()}
 
 
+@dataclass(frozen=True)
+class _Query:
+    """One search: its inputs and what it may see, read by every stage."""
+
+    st: NamespaceState
+    text: str
+    qvec: np.ndarray
+    k: int
+    config: MemoryConfig
+    profile: EmbedderProfile
+    as_of: datetime | None
+    include_archived: bool
+    cache: PathCache | None
+    allowed: set[str]  # the hierarchy nodes it may return
+    status: dict[str, Status]  # each allowed node's status at as_of
+    scope: Scope | None  # a metadata filter's scope; None without a filter
+
+    @property
+    def visible_key(self) -> tuple[datetime | None, bool]:
+        return (self.as_of, self.include_archived)
+
+
+@dataclass
+class _Fused:
+    scores: dict[str, float]  # node id -> fused score, parent weight applied
+    semantic: dict[str, float]  # node id -> normalised semantic path score
+    relation: dict[str, float]  # node id -> relation path score on the fusion scale
+    fallback: bool  # the relation path found too little: the semantic path alone decides
+
+
+@dataclass
+class _Ranking:
+    ids: list[str]  # the hits, in order
+    scores: list[float]  # each hit's score as shown, before clamping
+    supplemented: list[str]  # topped up from the semantic backup to reach min_results
+    moved: set[str]  # successors placed next to the superseded hit they replace
+
+
 def dual_path_search(
     st: NamespaceState,
     query: str,
@@ -102,88 +141,134 @@ def dual_path_search(
     cache: PathCache | None = None,
     filter: MetadataFilter | None = None,
 ) -> list[MemoryHit]:
-    visible_key = (as_of, include_archived)
+    """The ``k`` best hits for ``query`` in ``st`` (SPEC §4), in named stages:
+
+    1. ``_visible_set``: the nodes the search may return (their status at ``as_of``, archived ones
+       only with ``include_archived``), narrowed to a ``filter``'s scope; none: no hits.
+    2. ``_run_paths``: the relation path (entities in the query, traversal) and the semantic path
+       (similarity, BM25, hierarchy expansion), which also takes the relation path's hits as
+       candidates and leaves its common entities out of BM25.
+    3. ``_fuse``: relation scores graded by their match to the query, both paths normalised and
+       mixed by alpha (the semantic path alone when the relation path found too little, then with a
+       recency preference), non-fragment nodes weighed down.
+    4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
+       ``k``, topped up from the semantic backup to ``min_results``.
+    5. ``_place_successors``: a superseded hit followed by the nodes that replace it, scores kept
+       non-increasing.
+    6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus).
+    """
+    allowed, status, scope = _visible_set(st, as_of, include_archived, filter)
+    if not allowed:
+        return []
+    q = _Query(st, query, qvec, k, config, profile, as_of, include_archived, cache, allowed, status, scope)
+    rel, sem = _run_paths(q)
+    fused = _fuse(q, rel, sem)
+    ranked, supplemented = _rank(q, fused, sem)
+    ranking = _place_successors(q, ranked, fused, supplemented)
+    return _to_hits(q, ranking, fused, rel, sem)
+
+
+def _visible_set(
+    st: NamespaceState, as_of: datetime | None, include_archived: bool, filter: MetadataFilter | None
+) -> tuple[set[str], dict[str, Status], Scope | None]:
     if is_large(st):  # the visible set only changes with a write: computed once per version
-        allowed, status = memo(st, "visible", visible_key, lambda: _visible(st, as_of, include_archived))
+        allowed, status = memo(
+            st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived)
+        )
     else:
         allowed, status = _visible(st, as_of, include_archived)
     scope = scope_of(st, filter, as_of) if filter is not None else None
     if scope is not None:
         allowed = allowed & scope.nodes
-    if not allowed:
-        return []
-    threshold = (
-        config.semantic.threshold if config.semantic.threshold is not None else profile.semantic_threshold
-    )
-    rel = relation_path(st, query, config.relation, allowed)
+    return allowed, status, scope
+
+
+def _run_paths(q: _Query) -> tuple[RelationResult, SemanticResult]:
+    cfg = q.config
+    threshold = cfg.semantic.threshold if cfg.semantic.threshold is not None else q.profile.semantic_threshold
+    rel = relation_path(q.st, q.text, cfg.relation, q.allowed)
     sem = semantic_path(
-        st,
-        qvec,
-        query,
-        config.semantic,
+        q.st,
+        q.qvec,
+        q.text,
+        cfg.semantic,
         threshold,
-        allowed,
+        q.allowed,
         lexical_skip=rel.common,
         extra=rel.scores,
-        messages=scope.messages if scope is not None else None,
-        visible_key=visible_key if scope is None else None,
+        messages=q.scope.messages if q.scope is not None else None,
+        visible_key=q.visible_key if q.scope is None else None,
     )
+    return rel, sem
 
-    if config.relation.match_weight > 0 and rel.scores:
-        if config.relation.match_by == "terms":
-            match = term_match(st, query, rel.scores)
+
+def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
+    """Both paths on one scale; grades ``rel.scores`` in place (the hits' ``via`` reads them)."""
+    cfg, st = q.config, q.st
+    if cfg.relation.match_weight > 0 and rel.scores:
+        if cfg.relation.match_by == "terms":
+            match = term_match(st, q.text, rel.scores)
         else:
             match = semantic_match(sem.raw, rel.scores)
-        rel.scores = grade_by_match(rel.scores, match, config.relation.match_weight)
-    norm = normaliser(config.fusion.normaliser)
+        rel.scores = grade_by_match(rel.scores, match, cfg.relation.match_weight)
+    norm = normaliser(cfg.fusion.normaliser)
     sem_n = norm(sem.scores)
-    rel_n = rel.scores if config.relation.scale == "absolute" else norm(rel.scores)
-    n_words = len(_QWORDS.findall(query))
-    fallback = not rel.seeds or len(rel.scores) < config.relation.min_hits
+    rel_n = rel.scores if cfg.relation.scale == "absolute" else norm(rel.scores)
+    fallback = not rel.seeds or len(rel.scores) < cfg.relation.min_hits
     if fallback:
         alpha = 1.0
     else:
-        alpha = alpha_for(
-            config.fusion.alpha_rule, rel.n_entities_in_query, n_words, config.fusion.fixed_alpha
-        )
+        n_words = len(_QWORDS.findall(q.text))
+        alpha = alpha_for(cfg.fusion.alpha_rule, rel.n_entities_in_query, n_words, cfg.fusion.fixed_alpha)
     fused = fuse(sem_n, rel_n, alpha)
-    if fallback and config.fusion.recency_weight > 0:
+    if fallback and cfg.fusion.recency_weight > 0:
         # Prefer the most recent nodes, so a stale fact is never presented as the current state.
         rec = _recency(st, list(fused))
-        w = config.fusion.recency_weight * _vagueness(st, query)
+        w = cfg.fusion.recency_weight * _vagueness(st, q.text)
         fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
     for nid in fused:
         if st.node(nid).kind != NodeKind.FRAGMENT:
-            fused[nid] *= config.fusion.parent_weight
+            fused[nid] *= cfg.fusion.parent_weight
+    return _Fused(fused, sem_n, rel_n, fallback)
 
-    ranked = sorted(fused, key=lambda i: (-fused[i], i))
+
+def _rank(q: _Query, fused: _Fused, sem: SemanticResult) -> tuple[list[str], list[str]]:
+    """The first ``k`` node ids by fused score, and those topped up to reach ``min_results``."""
+    st, fcfg, scores = q.st, q.config.fusion, fused.scores
+    ranked = sorted(scores, key=lambda i: (-scores[i], i))
     sources = {
         i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
         for i in ranked
     }
-    if config.fusion.collapse_overlap:
+    if fcfg.collapse_overlap:
         ranked = collapse_overlaps(ranked, sources)
-    if config.fusion.diversity > 0:
-        head = [i for i in ranked[: config.fusion.candidate_factor * k] if i in st.node_vectors]
-        vecs = st.node_vectors.get_many(head)
-        # e5-style embedders share a large common direction; centring spreads cosines so the penalty bites.
-        vecs = vecs - vecs.mean(axis=0, keepdims=True)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
-        ranked = mmr_order(head, fused, vecs, config.fusion.diversity, len(head)) + [
-            i for i in ranked if i not in set(head)
-        ]
-    ranked = ranked[:k]
-
+    if fcfg.diversity > 0:
+        ranked = _diversify(q, ranked, scores)
+    ranked = ranked[: q.k]
     # Supplementary recall: never fewer than min_results when the memory holds that many.
-    minimum = min(config.fusion.min_results, k)
-    backup = sorted((i for i in sem.raw if i in allowed), key=lambda i: (-sem.raw[i], i))
-    ranked, supplemented = top_up(ranked, backup, minimum)
+    minimum = min(fcfg.min_results, q.k)
+    backup = sorted((i for i in sem.raw if i in q.allowed), key=lambda i: (-sem.raw[i], i))
+    return top_up(ranked, backup, minimum)
 
+
+def _diversify(q: _Query, ranked: list[str], scores: dict[str, float]) -> list[str]:
+    fcfg, vectors = q.config.fusion, q.st.node_vectors
+    head = [i for i in ranked[: fcfg.candidate_factor * q.k] if i in vectors]
+    vecs = vectors.get_many(head)
+    # e5-style embedders share a large common direction; centring spreads cosines so the penalty bites.
+    vecs = vecs - vecs.mean(axis=0, keepdims=True)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
+    return mmr_order(head, scores, vecs, fcfg.diversity, len(head)) + [
+        i for i in ranked if i not in set(head)
+    ]
+
+
+def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented: list[str]) -> _Ranking:
     successors: dict[str, list[str]] = {}
-    if config.fusion.attach_successors:
+    if q.config.fusion.attach_successors:
         for nid in ranked:
-            if status.get(nid) == Status.SUPERSEDED:
-                succ = visible_successors(st.graph, nid, allowed)  # issue #7: newest state shown at as_of
+            if q.status.get(nid) == Status.SUPERSEDED:
+                succ = visible_successors(q.st.graph, nid, q.allowed)  # issue #7: newest state shown at as_of
                 if succ:
                     successors[nid] = succ
     ranked, moved = place_successors(ranked, successors)
@@ -191,59 +276,81 @@ def dual_path_search(
     # A successor placed before the hit it replaces is shown with that hit: it takes the hit's score
     # when its own is lower. Otherwise one weak successor near the top capped every score below it
     # (scores stay non-increasing), and the top hits of many evolution questions all read the same.
-    shown_score = [float(fused.get(nid, 0.0)) for nid in ranked]
+    shown_score = [float(fused.scores.get(nid, 0.0)) for nid in ranked]
     for i in range(len(ranked) - 2, -1, -1):
         if ranked[i] in moved and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
+    return _Ranking(ranked, shown_score, supplemented, moved)
 
-    named = _named_speakers(st, query)
+
+def _to_hits(
+    q: _Query, ranking: _Ranking, fused: _Fused, rel: RelationResult, sem: SemanticResult
+) -> list[MemoryHit]:
+    named = _named_speakers(q.st, q.text)
     hits: list[MemoryHit] = []
     prev_score = None
-    for nid, score in zip(ranked, shown_score, strict=True):
-        node = st.node(nid)
-        via = []
-        if nid in sem.scores and nid not in sem.expanded:
-            via.append(Via.SEMANTIC)
-        if nid in sem.expanded:
-            via.append(Via.EXPANSION)
-        if nid in rel.scores:
-            via.append(Via.RELATION)
-        if fallback and (nid in sem.scores):
-            via.append(Via.FALLBACK)
-        if nid in supplemented:
-            via.append(Via.SUPPLEMENT)
-        if nid in moved:
-            via.append(Via.SUCCESSOR)
+    for nid, score in zip(ranking.ids, ranking.scores, strict=True):
         if prev_score is not None and score > prev_score:
             score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
         prev_score = score
-        path = cache.path(st, nid) if cache is not None else st.graph.hierarchy_path(nid)
-        said = _said_by(st, node, as_of) if scope is None else scope.shown(node)
-        text, shown = render(st, node, path, only=said, as_of=as_of)
-        shared, per_message = metadata_of(st.messages[m] for m in shown)
-        when = node.event_time
-        if said is not None:
-            when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
-        focus = _focus(st, shown, sem.message_scores, named) if node.kind == NodeKind.FRAGMENT else ()
-        hits.append(
-            MemoryHit(
-                node_id=nid,
-                kind=node.kind.value,
-                text=text,
-                source_ids=shown,
-                score=round(min(max(score, 0.0), 1.0), 6),
-                semantic_score=round(sem_n.get(nid, 0.0), 6),
-                relation_score=round(rel_n.get(nid, 0.0), 6),
-                via=tuple(via) or (Via.SUPPLEMENT,),
-                path=tuple(path),
-                time=when,
-                status=status.get(nid, node.status).value,
-                label=node.label,
-                namespace=st.namespace,
-                successors=tuple(s.id for s in st.graph.successors_of(nid)),
-                focus=focus,
-                metadata=shared,
-                message_metadata=per_message,
-            )
-        )
+        via = _via(nid, ranking, fused, rel, sem)
+        hits.append(_hit(q, nid, score, via, fused, sem, named))
     return hits
+
+
+def _via(
+    nid: str, ranking: _Ranking, fused: _Fused, rel: RelationResult, sem: SemanticResult
+) -> tuple[Via, ...]:
+    via = []
+    if nid in sem.scores and nid not in sem.expanded:
+        via.append(Via.SEMANTIC)
+    if nid in sem.expanded:
+        via.append(Via.EXPANSION)
+    if nid in rel.scores:
+        via.append(Via.RELATION)
+    if fused.fallback and (nid in sem.scores):
+        via.append(Via.FALLBACK)
+    if nid in ranking.supplemented:
+        via.append(Via.SUPPLEMENT)
+    if nid in ranking.moved:
+        via.append(Via.SUCCESSOR)
+    return tuple(via) or (Via.SUPPLEMENT,)
+
+
+def _hit(
+    q: _Query,
+    nid: str,
+    score: float,
+    via: tuple[Via, ...],
+    fused: _Fused,
+    sem: SemanticResult,
+    named: frozenset[str],
+) -> MemoryHit:
+    st, node = q.st, q.st.node(nid)
+    path = q.cache.path(st, nid) if q.cache is not None else st.graph.hierarchy_path(nid)
+    said = _said_by(st, node, q.as_of) if q.scope is None else q.scope.shown(node)
+    text, shown = render(st, node, path, only=said, as_of=q.as_of)
+    shared, per_message = metadata_of(st.messages[m] for m in shown)
+    when = node.event_time
+    if said is not None:
+        when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
+    focus = _focus(st, shown, sem.message_scores, named) if node.kind == NodeKind.FRAGMENT else ()
+    return MemoryHit(
+        node_id=nid,
+        kind=node.kind.value,
+        text=text,
+        source_ids=shown,
+        score=round(min(max(score, 0.0), 1.0), 6),
+        semantic_score=round(fused.semantic.get(nid, 0.0), 6),
+        relation_score=round(fused.relation.get(nid, 0.0), 6),
+        via=via,
+        path=tuple(path),
+        time=when,
+        status=q.status.get(nid, node.status).value,
+        label=node.label,
+        namespace=st.namespace,
+        successors=tuple(s.id for s in st.graph.successors_of(nid)),
+        focus=focus,
+        metadata=shared,
+        message_metadata=per_message,
+    )

@@ -224,6 +224,35 @@ def _score(
     threshold: float,
     allowed: set[str],
 ) -> SemanticResult:
+    """The path's scores in stages: each node's dense and lexical evidence, mixed on one scale
+    (``_mix``), kept above ``threshold`` or with a BM25 match, then expanded along the hierarchy."""
+    ids, dense, lexical = _evidence(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg.message_weight)
+    if not ids:
+        return SemanticResult({}, {}, {})
+    dense_a = np.asarray(dense, np.float64)
+    lex_a = np.asarray(lexical, np.float64)
+    score = _mix(st, ids, dense_a, lex_a, cfg)
+    raw = {i: float(d) for i, d in zip(ids, dense_a, strict=True)}
+    keep = (dense_a >= threshold) | (lex_a > 0)
+    scores = {i: float(s) for i, s, k in zip(ids, score, keep, strict=True) if k}
+    expanded = _expand(st, scores, cfg, allowed) if cfg.expand and cfg.max_expansions > 0 and scores else {}
+    return SemanticResult(scores, raw, expanded)
+
+
+def _evidence(
+    st: NamespaceState,
+    ids_iter: Iterable[str],
+    node_sims: dict[str, float],
+    msg_sims: dict[str, float],
+    lex: dict[str, float],
+    lex_max: float,
+    message_weight: float,
+) -> tuple[list[str], list[float], list[float]]:
+    """The scored node ids, each one's dense similarity and its BM25 share of ``lex_max``.
+
+    A fragment's dense similarity mixes its best message with its centroid; other nodes have only
+    their centroid, and no lexical evidence.
+    """
     ids, dense, lexical = [], [], []
     for nid in ids_iter:
         if nid not in node_sims:
@@ -233,7 +262,7 @@ def _score(
             best_msg = max((msg_sims.get(m, -1.0) for m in node.source_ids), default=-1.0)
             if best_msg < -0.5:
                 best_msg = node_sims[nid]
-            d = cfg.message_weight * best_msg + (1 - cfg.message_weight) * node_sims[nid]
+            d = message_weight * best_msg + (1 - message_weight) * node_sims[nid]
             lx = max((lex.get(m, 0.0) for m in node.source_ids), default=0.0) / lex_max if lex_max else 0.0
         else:
             d = node_sims[nid]
@@ -241,10 +270,13 @@ def _score(
         ids.append(nid)
         dense.append(d)
         lexical.append(lx)
-    if not ids:
-        return SemanticResult({}, {}, {})
-    dense_a = np.asarray(dense, np.float64)
-    lex_a = np.asarray(lexical, np.float64)
+    return ids, dense, lexical
+
+
+def _mix(
+    st: NamespaceState, ids: list[str], dense_a: np.ndarray, lex_a: np.ndarray, cfg: SemanticConfig
+) -> np.ndarray:
+    """Dense and lexical evidence on one [0, 1] scale, each fragment smoothed towards its subtopic."""
     kinds = np.asarray([st.node(i).kind == NodeKind.FRAGMENT for i in ids])
     norm = _minmax(dense_a)
     lw = cfg.lexical_weight
@@ -262,28 +294,31 @@ def _score(
         )
         ts = cfg.topic_smoothing
         score = np.where(kinds, (1 - ts) * score + ts * parent_norm, score)
-    raw = {i: float(d) for i, d in zip(ids, dense_a, strict=True)}
-    keep = (dense_a >= threshold) | (lex_a > 0)
-    scores = {i: float(s) for i, s, k in zip(ids, score, keep, strict=True) if k}
+    return score
 
+
+def _expand(
+    st: NamespaceState, scores: dict[str, float], cfg: SemanticConfig, allowed: set[str]
+) -> dict[str, str]:
+    """Give the best hits' unscored parents and children a decayed share of their score (added to
+    ``scores``); returns each expanded node's origin."""
     expanded: dict[str, str] = {}
-    if cfg.expand and cfg.max_expansions > 0 and scores:
-        seeds = sorted(scores, key=lambda i: -scores[i])[: max(1, cfg.max_expansions // 2)]
-        for sid in seeds:
-            neighbours = []
-            parent = st.graph.parent(sid)
-            if parent is not None:
-                neighbours.append(parent.id)
-            neighbours += [c.id for c in st.graph.children(sid)]
-            for nb in neighbours:
-                if nb not in allowed or nb in scores:
-                    continue
-                val = scores[sid] * cfg.expansion_decay
-                if val > scores.get(nb, 0.0):
-                    scores[nb] = val
-                    expanded[nb] = sid
-                if len(expanded) >= cfg.max_expansions:
-                    break
+    seeds = sorted(scores, key=lambda i: -scores[i])[: max(1, cfg.max_expansions // 2)]
+    for sid in seeds:
+        neighbours = []
+        parent = st.graph.parent(sid)
+        if parent is not None:
+            neighbours.append(parent.id)
+        neighbours += [c.id for c in st.graph.children(sid)]
+        for nb in neighbours:
+            if nb not in allowed or nb in scores:
+                continue
+            val = scores[sid] * cfg.expansion_decay
+            if val > scores.get(nb, 0.0):
+                scores[nb] = val
+                expanded[nb] = sid
             if len(expanded) >= cfg.max_expansions:
                 break
-    return SemanticResult(scores, raw, expanded)
+        if len(expanded) >= cfg.max_expansions:
+            break
+    return expanded
