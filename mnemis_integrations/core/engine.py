@@ -81,6 +81,11 @@ def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:
     return bool(sources) and sources <= seen
 
 
+def _check_k(k: Any, cfg: MemoryConfig) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
+        raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
+
+
 def _check_budget(max_tokens: Any) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
@@ -572,8 +577,7 @@ class MnemisMemory:
         namespace = self._ns(namespace)
         cfg = config or self.config
         _check_query(query, cfg)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
-            raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
+        _check_k(k, cfg)
         if max_tokens is not None:
             _check_budget(max_tokens)  # before any search work
         if score_threshold is not None:
@@ -682,9 +686,7 @@ class MnemisMemory:
             NamespaceNotFoundError: the namespace holds no memory.
         """
         namespace = self._ns(namespace)
-        limits = self.config.limits
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > limits.max_k:
-            raise InvalidQueryError(f"k must be an integer in [1, {limits.max_k}], got {k!r}")
+        _check_k(k, self.config)
         if (query is None) == (vector is None):
             raise InvalidQueryError("give either a query text or a query vector")
         if vector is not None:
