@@ -14,6 +14,7 @@ A namespace that does not exist has version 0.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,7 +24,7 @@ from ...errors import StoreError
 from ..graph import GraphChanges
 from ..model import Message
 
-__all__ = ["ConcurrentWriteError", "Delta", "GraphStore", "StoredNamespace"]
+__all__ = ["ConcurrentWriteError", "Delta", "GraphStore", "StoredNamespace", "message_from_row"]
 
 
 class ConcurrentWriteError(StoreError):
@@ -31,6 +32,22 @@ class ConcurrentWriteError(StoreError):
 
     The engine reloads the namespace and builds the change again; a caller sees it only if
     that keeps failing."""
+
+
+def message_from_row(
+    id: str, speaker: str, text: str, timestamp: str | None, seq: int, metadata: str | None
+) -> Message:
+    """A stored message row (metadata as JSON text, or none) as a :class:`Message`: every backend's reader."""
+    return Message.from_dict(
+        {
+            "id": id,
+            "speaker": speaker,
+            "text": text,
+            "timestamp": timestamp,
+            "seq": seq,
+            "metadata": json.loads(metadata) if metadata else None,
+        }
+    )
 
 
 @dataclass

@@ -30,8 +30,7 @@ import numpy as np
 
 from ...errors import StoreError
 from ..graph import edge_key
-from ..model import Message
-from .base import ConcurrentWriteError, Delta, StoredNamespace
+from .base import ConcurrentWriteError, Delta, StoredNamespace, message_from_row
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
@@ -241,19 +240,7 @@ class FalkorDBStore:
             rows = g.ro_query(_Q_MESSAGES).result_set
             if self.version(namespace) == before:
                 break
-        messages = [
-            Message.from_dict(
-                {
-                    "id": i,
-                    "speaker": s,
-                    "text": t,
-                    "timestamp": ts,
-                    "seq": q,
-                    "metadata": json.loads(md) if md else None,
-                }
-            )
-            for i, s, t, ts, q, _, md in rows
-        ]
+        messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, _, md in rows]
         arr = (
             np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim)
             if rows

@@ -26,8 +26,8 @@ import numpy as np
 
 from ...errors import StoreError
 from ..graph import edge_key
-from ..model import Edge, Message
-from .base import ConcurrentWriteError, Delta, StoredNamespace
+from ..model import Edge
+from .base import ConcurrentWriteError, Delta, StoredNamespace, message_from_row
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
 
@@ -229,19 +229,7 @@ class SQLiteStore:
                 ).fetchall()
             finally:
                 self._conn.execute("COMMIT")
-        messages = [
-            Message.from_dict(
-                {
-                    "id": i,
-                    "speaker": s,
-                    "text": t,
-                    "timestamp": ts,
-                    "seq": q,
-                    "metadata": json.loads(md) if md else None,
-                }
-            )
-            for i, s, t, ts, q, md in msgs
-        ]
+        messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, md in msgs]
         keys = [k for k, _ in vecs]
         arr = (
             np.stack([np.frombuffer(b, dtype=np.float32) for _, b in vecs]).reshape(len(vecs), dim)
