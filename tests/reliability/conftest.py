@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _backends import open_memory
+from falkordb_server import server_url
 
 
 def _wipe(url: str) -> None:
@@ -22,9 +21,7 @@ def db(request, tmp_path):
     if request.param == "sqlite":
         yield str(tmp_path / "mem.db")
         return
-    url = os.environ.get("MNEMIS_FALKORDB_URL")
-    if not url:
-        pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
+    url = server_url()
     _wipe(url)
     yield url
     _wipe(url)

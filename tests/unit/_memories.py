@@ -3,11 +3,11 @@ engine tests that must hold on each: import ``backend`` into a test module to us
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
+from falkordb_server import server_url
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -45,9 +45,7 @@ def backend(request, tmp_path):
     elif request.param == "sqlite":
         b = Backend("sqlite", lambda: MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder()))
     else:
-        url = os.environ.get("MNEMIS_FALKORDB_URL")
-        if not url:
-            pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
+        url = server_url()
         b = Backend("falkordb", lambda: MnemisMemory(backend=url, embedder=HashingEmbedder()))
         for ns in b.open().namespaces():
             b.opened[0].delete_namespace(ns)

@@ -4,13 +4,13 @@ server that .ci/run starts is there: MNEMIS_FALKORDB_URL)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
 import pytest
+from falkordb_server import server_url
 
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind
@@ -34,9 +34,7 @@ def store(request, tmp_path):
     elif request.param == "sqlite":
         s = SQLiteStore(tmp_path / "m.db")
     else:
-        url = os.environ.get("MNEMIS_FALKORDB_URL")
-        if not url:
-            pytest.skip("no FalkorDB server (MNEMIS_FALKORDB_URL); .ci/run starts one")
+        url = server_url()
         from mnemis_integrations.core.storage.falkordb import FalkorDBStore
 
         s = FalkorDBStore(url)

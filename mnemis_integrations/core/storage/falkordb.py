@@ -22,9 +22,12 @@ Query text is constant; every value travels as a query parameter.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
-from urllib.parse import urlparse
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
@@ -37,6 +40,7 @@ __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = "2"
+T = TypeVar("T")
 _PREFIX = "mnemis:"
 _META_GRAPH = "mnemis__meta"
 _SEQ_KEY = "mnemis__write_seq"
@@ -128,8 +132,15 @@ def _vec_in(s: str) -> np.ndarray:
 def parse_url(url: str) -> dict:
     """``falkordb://host:port`` (or ``redis://``) -> connection keyword arguments.
 
+    Two optional query parameters, in seconds: ``connect_timeout`` (default 10: an address
+    that does not answer is an error, not a wait) and ``timeout``, the longest wait for any
+    one reply (default none: a large write may legitimately take long; set it where a server
+    that stops answering must not hold the caller forever).
+
     >>> parse_url("falkordb://127.0.0.1:6390")
-    {'host': '127.0.0.1', 'port': 6390}
+    {'host': '127.0.0.1', 'port': 6390, 'socket_connect_timeout': 10.0}
+    >>> parse_url("falkordb://127.0.0.1:6390?timeout=30")["socket_timeout"]
+    30.0
     """
     u = urlparse(url)
     if u.scheme not in ("falkordb", "redis"):
@@ -139,7 +150,44 @@ def parse_url(url: str) -> dict:
         out["password"] = u.password
     if u.username:
         out["username"] = u.username
+    query = parse_qs(u.query, keep_blank_values=True)
+    unknown = set(query) - {"connect_timeout", "timeout"}
+    if unknown:
+        raise StoreError(f"unknown FalkorDB address option(s) {sorted(unknown)} in {url!r}")
+    for option, keyword, default in (
+        ("connect_timeout", "socket_connect_timeout", 10.0),
+        ("timeout", "socket_timeout", None),
+    ):
+        value = query.get(option, [None])[-1]
+        if value is None:
+            if default is not None:
+                out[keyword] = default
+            continue
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not seconds > 0:
+            raise StoreError(f"{option} must be a positive number of seconds, got {value!r} in {url!r}")
+        out[keyword] = seconds
     return out
+
+
+def _typed(method: Callable[..., T]) -> Callable[..., T]:
+    """The server's errors (no answer within the address's timeout, a dropped connection, a
+    refused query) reach callers as :class:`StoreError` naming the server, as SQLite's do;
+    a refused write stays a ``ConcurrentWriteError``."""
+
+    @functools.wraps(method)
+    def wrapper(self: FalkorDBStore, *args: Any, **kwargs: Any) -> T:
+        from redis.exceptions import RedisError
+
+        try:
+            return method(self, *args, **kwargs)
+        except RedisError as e:
+            raise StoreError(f"FalkorDB at {self.url!r}: {type(e).__name__}: {e}") from e
+
+    return wrapper
 
 
 class FalkorDBStore:
@@ -180,10 +228,12 @@ class FalkorDBStore:
             )
 
     # ----- meta -----
+    @_typed
     def get_meta(self, key: str) -> str | None:
         rows = self._meta.ro_query(_Q_META_GET, {"key": key}).result_set if self._exists(_META_GRAPH) else []
         return rows[0][0] if rows else None
 
+    @_typed
     def set_meta(self, key: str, value: str) -> None:
         self._meta.query(_Q_META_SET, {"key": key, "value": value})
 
@@ -203,6 +253,7 @@ class FalkorDBStore:
             self._indexed.add(name)
         return g
 
+    @_typed
     def stored_dim(self) -> int | None:
         for ns in self.namespaces():
             rows = self._db.select_graph(_PREFIX + ns).ro_query(_Q_DIM).result_set
@@ -210,9 +261,11 @@ class FalkorDBStore:
                 return len(_vec_in(rows[0][0]))
         return None
 
+    @_typed
     def namespaces(self) -> list[str]:
         return sorted(n[len(_PREFIX) :] for n in self._db.list_graphs() if n.startswith(_PREFIX))
 
+    @_typed
     def version(self, namespace: str) -> int:
         """The namespace's version (0 when absent). One round trip: asked before every call, so
         no separate check that the graph exists (a query on a missing graph is an error)."""
@@ -227,6 +280,7 @@ class FalkorDBStore:
         return int(rows[0][0]) if rows else 0
 
     # ----- reading -----
+    @_typed
     def load(self, namespace: str, dim: int) -> StoredNamespace | None:
         # Three reads, each atomic: the version before and after must agree, or another writer
         # came in between and the reads are taken again.
@@ -254,6 +308,7 @@ class FalkorDBStore:
             before,
         )
 
+    @_typed
     def hop_distances(
         self,
         namespace: str,
@@ -319,6 +374,7 @@ class FalkorDBStore:
             ],
         }
 
+    @_typed
     def write(
         self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
     ) -> int:
@@ -344,11 +400,13 @@ class FalkorDBStore:
             )
         return new
 
+    @_typed
     def delete(self, namespace: str) -> None:
         if self._exists(_PREFIX + namespace):
             self._db.select_graph(_PREFIX + namespace).delete()
         self._indexed.discard(_PREFIX + namespace)
 
+    @_typed
     def purge(self) -> None:
         """Deleted graphs leave the server's memory at once. Copies in RDB/AOF files on the server
         are the server's to rewrite (``BGREWRITEAOF``; the next snapshot); not done from here."""
