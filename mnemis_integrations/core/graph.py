@@ -7,7 +7,7 @@ linked by several kinds at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -237,6 +237,44 @@ class MemoryGraph:
             return key.split(":", 1)[0] in wanted
 
         return nx.subgraph_view(self.g, filter_edge=keep).to_undirected(as_view=True)
+
+    def edges_near(
+        self, node_ids: Iterable[str], depth: int, *, follow: Callable[[Edge], bool], limit: int
+    ) -> list[Edge]:
+        """At most ``limit`` edges within ``depth`` hops of ``node_ids``, nearest first, each once:
+        breadth-first over both directions, along the edges ``follow`` accepts.
+
+        >>> g = MemoryGraph("u")
+        >>> for i in "abcd": g.add_node(Node(i, NodeKind.ENTITY, i, "u"))
+        >>> g.add_edge(Edge("a", "b", EdgeKind.RELATION, "knows"))
+        >>> g.add_edge(Edge("c", "b", EdgeKind.MENTIONS))
+        >>> g.add_edge(Edge("c", "d", EdgeKind.RELATION, "owns"))
+        >>> [(e.src, e.dst) for e in g.edges_near(["a"], 3, follow=lambda e: True, limit=10)]
+        [('a', 'b'), ('c', 'b'), ('c', 'd')]
+        >>> [(e.src, e.dst) for e in g.edges_near(["a"], 3, follow=lambda e: e.label != "owns", limit=10)]
+        [('a', 'b'), ('c', 'b')]
+        """
+        frontier = list(node_ids)
+        visited = set(frontier)
+        seen: set[EdgeKey] = set()
+        found: list[Edge] = []
+        for _ in range(depth):
+            nxt: list[str] = []
+            for node_id in frontier:
+                for edge in [*self.out_edges(node_id), *self.in_edges(node_id)]:
+                    key = edge_key(edge)
+                    if key in seen or not follow(edge):
+                        continue
+                    seen.add(key)
+                    found.append(edge)
+                    other = edge.dst if edge.src == node_id else edge.src
+                    if other not in visited:
+                        visited.add(other)
+                        nxt.append(other)
+            frontier = nxt
+            if not frontier or len(found) >= limit:
+                break
+        return found[:limit]
 
     def iter_tree(self) -> Iterator[tuple[int, Node]]:
         """Depth-first over the hierarchy from each top node: (depth, node)."""

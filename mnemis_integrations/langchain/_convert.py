@@ -22,8 +22,6 @@ __all__ = [
     "format_documents",
     "format_hit",
     "format_hits",
-    "format_memory_line",
-    "hit_metadata",
     "keys_in_recall_order",
     "last_turn",
     "matches_filter",
@@ -39,26 +37,8 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------------------------
-# Hits -> Document metadata and prompt text
+# Hits -> prompt text (Document metadata: MemoryHit.to_metadata)
 # ---------------------------------------------------------------------------------------------
-
-
-def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
-    """Document metadata for one hit (:meth:`MemoryHit.to_metadata`): everything in
-    :meth:`MemoryHit.to_dict` except its text, with the metadata its messages share at the top level.
-
-    Values are JSON-ready: ``path``, ``via`` and ``source_ids`` are lists, ``time`` is an
-    ISO-8601 string or ``None``, ``message_metadata`` maps message ids to their metadata.
-
-    Examples:
-        >>> from mnemis_integrations.core.retrieval.results import MemoryHit
-        >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, ("semantic",),
-        ...               ("Work", "Refunds"), None, "active")
-        >>> md = hit_metadata(h)
-        >>> md["path"], md["path_str"], md["via"], md["source_ids"]
-        (['Work', 'Refunds'], 'Work > Refunds', ['semantic'], ['m1'])
-    """
-    return hit.to_metadata()
 
 
 def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:
@@ -73,22 +53,7 @@ def format_hit(hit: MemoryHit, *, max_chars: int | None = None) -> str:
         >>> format_hit(h, max_chars=6)
         '[Work > Refunds] refund…'
     """
-    return format_memory_line(hit.path_str, hit.text, status=hit.status, max_chars=max_chars)
-
-
-def format_memory_line(
-    path_str: str, text: str, *, status: str = "active", max_chars: int | None = None
-) -> str:
-    """``[path] text``, with ``(superseded)``/``(archived)`` marked and the text optionally cut
-    (core's :func:`~mnemis_integrations.core.retrieval.render.memory_line`, undated, multi-line).
-
-    Examples:
-        >>> format_memory_line("Home > Pets", "Rex is a beagle", status="superseded")
-        '[Home > Pets] (superseded) Rex is a beagle'
-        >>> format_memory_line("", "loose note")
-        'loose note'
-    """
-    return memory_line(path_str, text, status=status, max_chars=max_chars)
+    return memory_line(hit.path_str, hit.text, status=hit.status, max_chars=max_chars)
 
 
 _HEADER = "Relevant memories (most relevant first; [topic path] then content):"
@@ -128,7 +93,7 @@ def format_documents(
         - [Home > Pets] Rex is a beagle
     """
     lines = [
-        format_memory_line(
+        memory_line(
             d.metadata.get("path_str", ""),
             d.page_content,
             status=d.metadata.get("status", "active"),

@@ -15,7 +15,6 @@ from ..core.engine import MnemisMemory
 from ..core.erasure import Erasure
 from ..core.filters import all_of
 from ..errors import NamespaceNotFoundError
-from ._convert import hit_metadata
 
 if TYPE_CHECKING:
     from ..core.retrieval.results import MemoryHit
@@ -26,7 +25,7 @@ __all__ = ["MnemisRetriever", "to_document"]
 def to_document(hit: MemoryHit) -> Document:
     """One hit as a ``Document``: its text as content, everything else (path, scores, provenance) as
     metadata."""
-    return Document(page_content=hit.text, metadata=hit_metadata(hit), id=hit.node_id)
+    return Document(page_content=hit.text, metadata=hit.to_metadata(), id=hit.node_id)
 
 
 class MnemisRetriever(Erasure, BaseRetriever):

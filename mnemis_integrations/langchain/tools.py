@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from ..core.engine import MnemisMemory
 from ..core.messages import utc_now
-from ._convert import format_memory_line
+from ._convert import format_documents as memory_block_of
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
 from .retriever import MnemisRetriever
 
@@ -65,15 +65,7 @@ class RememberInput(BaseModel):
 
 def format_documents(docs: list[Document]) -> str:
     """Recall Documents as the tool's text: one ``- [A > B] text`` line each, or a 'nothing found' line."""
-    if not docs:
-        return NO_RECALL
-    return "\n".join(
-        "- "
-        + format_memory_line(
-            d.metadata.get("path_str", ""), d.page_content, status=d.metadata.get("status", "active")
-        )
-        for d in docs
-    )
+    return memory_block_of(docs, header="", empty=NO_RECALL)
 
 
 def _runtime_context() -> Any:

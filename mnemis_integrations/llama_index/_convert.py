@@ -49,7 +49,6 @@ __all__ = [
     "entity_node_id",
     "format_hit",
     "format_hits",
-    "hit_metadata",
     "kind_for_chunk",
     "llama_id",
     "matches_properties",
@@ -71,25 +70,6 @@ __all__ = [
 # The metadata a reader LLM sees in front of each node's text (LlamaIndex prints every metadata
 # key by default). The scores, ids and lists stay in metadata for code, out of the prompt.
 LLM_METADATA_KEYS = ("path_str", "time", "status")
-
-
-def hit_metadata(hit: MemoryHit) -> dict[str, Any]:
-    """TextNode metadata for one hit (:meth:`MemoryHit.to_metadata`).
-
-    The same fields as the LangChain adapter's Document metadata: ``path``, ``path_str``,
-    ``score``, ``semantic_score``, ``relation_score``, ``via``, ``kind``, ``node_id``,
-    ``source_ids``, ``time`` (ISO string or ``None``), ``status``, ``label``, ``namespace``,
-    ``successors``, ``message_metadata`` (message id -> its metadata), and the metadata the
-    shown messages share, at the top level.
-
-    Examples:
-        >>> h = MemoryHit("n1", "fragment", "t", ("m1",), 0.9, 0.8, 0.0, ("semantic",),
-        ...               ("Work", "Refunds"), None, "active")
-        >>> md = hit_metadata(h)
-        >>> md["path"], md["path_str"], md["via"], md["source_ids"], md["time"]
-        (['Work', 'Refunds'], 'Work > Refunds', ['semantic'], ['m1'], None)
-    """
-    return hit.to_metadata()
 
 
 # LlamaIndex ``FilterOperator`` values -> Mnemis filter operators. The others (``any``, ``all``,

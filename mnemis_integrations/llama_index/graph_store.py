@@ -70,10 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["MnemisPGRetriever", "MnemisPropertyGraphStore"]
 
 
-def _edge_key(edge: Edge) -> tuple[str, str, str]:
-    return edge.src, edge.dst, f"{edge.kind.value}:{edge.label}"
-
-
 def _filter_properties(filters: MetadataFilters | None) -> dict[str, Any]:
     """``key == value`` filters joined by AND, as the properties a node must have."""
     if filters is None or not filters.filters:
@@ -289,27 +285,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             return []
         index = self._by_llama_id(g)
         skip = set(ignore_rels or []) | set(self.rel_map_skips)
-        frontier = [n.id for gn in graph_nodes for n in index.get(gn.id, [])]
-        visited = set(frontier)
-        seen_edges: set[tuple[str, str, str]] = set()
-        found: list[Edge] = []
-        for _ in range(depth):
-            nxt: list[str] = []
-            for node_id in frontier:
-                for edge in [*g.out_edges(node_id), *g.in_edges(node_id)]:
-                    key = _edge_key(edge)
-                    if key in seen_edges or relation_label(edge) in skip:
-                        continue
-                    seen_edges.add(key)
-                    found.append(edge)
-                    other = edge.dst if edge.src == node_id else edge.src
-                    if other not in visited:
-                        visited.add(other)
-                        nxt.append(other)
-            frontier = nxt
-            if not frontier or len(found) >= limit:
-                break
-        return list(self._triplets(g, found[:limit]))
+        start = [n.id for gn in graph_nodes for n in index.get(gn.id, [])]
+        found = g.edges_near(start, depth, follow=lambda e: relation_label(e) not in skip, limit=limit)
+        return list(self._triplets(g, found))
 
     def get_schema(self, refresh: bool = False) -> dict[str, list[str]]:
         """The node labels and relation labels present, sorted."""

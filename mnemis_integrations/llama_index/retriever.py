@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from ..core.engine import search_options
 from ..core.erasure import Erasure
 from ..errors import NamespaceNotFoundError
-from ._convert import core_filter, hit_metadata, metadata_exclusions
+from ._convert import core_filter, metadata_exclusions
 
 if TYPE_CHECKING:
     from ..core.engine import MnemisMemory
@@ -25,7 +25,7 @@ __all__ = ["MnemisRetriever", "to_node_with_score"]
 def to_node_with_score(hit: MemoryHit) -> NodeWithScore:
     """One hit as ``NodeWithScore(TextNode)``: its text as content, the fused score as score,
     and where it sits and how it was found as metadata (the LLM is shown only path, time and status)."""
-    metadata = hit_metadata(hit)
+    metadata = hit.to_metadata()
     llm_excluded, embed_excluded = metadata_exclusions(metadata)
     node = TextNode(
         id_=hit.node_id,

@@ -56,8 +56,8 @@ def test_convert_module_loads_no_framework_module():
     assert out.stdout.strip() == "[]"
 
 
-def test_hit_metadata_carries_path_scores_and_provenance_as_json_values():
-    md = cv.hit_metadata(make_hit())
+def test_document_metadata_carries_path_scores_and_provenance_as_json_values():
+    md = make_hit().to_metadata()
     assert md["path"] == ["Shopping", "Refunds"]
     assert md["path_str"] == "Shopping > Refunds"
     assert (md["score"], md["semantic_score"], md["relation_score"]) == (0.9, 0.8, 0.5)

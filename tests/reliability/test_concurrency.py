@@ -1,4 +1,5 @@
-"""Readers and writers at once: threads on one MnemisMemory, and two processes on one SQLite file.
+"""Readers and writers at once: threads on one MnemisMemory, and two processes on one SQLite file
+(two objects on one store also on FalkorDB).
 
 Guaranteed: no exceptions, no torn results (every hit cites stored messages), every
 acknowledged write visible to other objects and processes at their next call (the store's
@@ -14,6 +15,7 @@ import threading
 from pathlib import Path
 
 import _crash_worker as worker
+from _backends import open_memory
 
 from mnemis_integrations import MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -100,17 +102,19 @@ def test_reader_process_sees_consistent_snapshots_and_all_acked_writes_after_reo
     print(f"\nconcurrency: {reads} consistent reader snapshots while writing", file=sys.stderr)
 
 
-def test_a_reader_object_sees_another_objects_writes_without_reopening(tmp_path):
-    db = tmp_path / "s.db"
-    reader = MnemisMemory(path=db, embedder=HashingEmbedder())  # opened on an empty file
-    writer = MnemisMemory(path=db, embedder=HashingEmbedder())
-    writer.add_messages(worker.batch_messages(4, 0, 3), namespace="ns")
-    assert len(reader.messages("ns")) == 3
+def test_a_reader_object_sees_another_objects_writes_without_reopening(db):
+    """Two memories on one store stand in for two processes: each keeps its own in-process copy,
+    and a write by one makes the other reload before its next read."""
+    reader = open_memory(db)  # opened on an empty store
+    writer = open_memory(db)
+    first = worker.batch_messages(4, 0, 3)
+    writer.add_messages(first, namespace="ns")
+    assert [m.id for m in reader.messages("ns")] == [m["id"] for m in first]
     writer.add_messages(worker.batch_messages(4, 1, 3), namespace="ns")
-    assert len(reader.messages("ns")) == 6  # the store's write counter moved: the reader reloaded
     last = worker.batch_messages(4, 1, 3)[-1]
-    hits = reader.search(last["text"], k=3, namespace="ns")
+    hits = reader.search(last["text"], k=3, namespace="ns")  # searched before messages() reloads
     assert any(last["id"] in h.source_ids for h in hits)
+    assert len(reader.messages("ns")) == 6  # the store's write counter moved: the reader reloaded
     reader.close()
     writer.close()
 

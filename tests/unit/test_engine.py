@@ -1,8 +1,13 @@
-"""End-to-end behaviour of MnemisMemory on the toy embedder: ingest, search rules, persistence, errors."""
+"""End-to-end behaviour of MnemisMemory on the toy embedder: ingest, search rules, persistence, errors.
+
+Every test that takes ``memory`` (or ``filled``) runs on each backend: in memory, SQLite, and
+FalkorDB when ``MNEMIS_FALKORDB_URL`` is set.
+"""
 
 from datetime import timedelta
 
 import pytest
+from _memories import backend  # noqa: F401  (fixture)
 from _over_time import T0, msg
 
 from mnemis_integrations import (
@@ -30,6 +35,11 @@ CONVERSATION = [
     msg(10, "Plan B hosting migration starts Monday instead.", "bob", days=12, minutes=1),
     msg(11, "Acme confirmed the pricing plan v2 with seats.", days=20),
 ]
+
+
+@pytest.fixture
+def memory(backend):  # noqa: F811
+    return backend.open()
 
 
 @pytest.fixture

@@ -68,3 +68,18 @@ def test_a_graph_read_from_its_data_is_the_same_graph_with_an_empty_journal():
 def test_removing_a_node_that_is_not_there_is_a_typed_error():
     with pytest.raises(NodeNotFoundError):
         tree().remove_node("nope")
+
+
+def test_edges_near_walks_both_ways_hop_by_hop_and_stops_at_depth_limit_and_unfollowed_edges():
+    g = tree()  # c <- s <- f1, f2
+    g.add_node(Node("e", NodeKind.ENTITY, "Acme", "u1"))
+    g.add_edge(Edge("f2", "e", EdgeKind.MENTIONS))
+
+    def near(depth, limit=100, follow=lambda e: True):
+        return [(e.src, e.dst) for e in g.edges_near(["f1"], depth, follow=follow, limit=limit)]
+
+    assert near(1) == [("f1", "s")]
+    assert near(2) == [("f1", "s"), ("s", "c"), ("f2", "s")]  # up to c, and down again to f2
+    assert near(3) == [*near(2), ("f2", "e")]
+    assert near(3, limit=2) == [("f1", "s"), ("s", "c")]
+    assert near(3, follow=lambda e: e.kind != EdgeKind.MENTIONS) == near(2)

@@ -1,0 +1,249 @@
+"""Dual-path search (``retrieval/search.py``) stage by stage, on a hand-built graph: each stage
+does what ``dual_path_search``'s docstring says, and the whole gives superseded facts with their
+successors, answers from the past at ``as_of``, and falls back to the semantic path for a vague query."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from _toy_graph import EMB, T0, hierarchy, toy_state
+
+from mnemis_integrations.core.model import NodeKind, Status
+from mnemis_integrations.core.recipes import DEFAULT
+from mnemis_integrations.core.retrieval import search
+from mnemis_integrations.core.retrieval.fusion import alpha_for
+from mnemis_integrations.core.retrieval.relation import RelationResult
+from mnemis_integrations.core.retrieval.semantic import SemanticResult
+
+SWITCHED = {"updates": (("f_plan_b", "f_plan_a"),)}  # plan B (m4, day 3) replaces plan A (m3, day 2)
+BEFORE_THE_SWITCH = T0 + timedelta(days=2, hours=12)
+VISIBLE_BEFORE_THE_SWITCH = {"c_work", "s_billing", "f_refund", "f_pricing", "s_hosting", "f_plan_a"}
+
+
+def _query(st, text, *, k=10, config=DEFAULT, profile=EMB.profile, as_of=None, include_archived=False):
+    allowed, status, scope = search._visible_set(st, as_of, include_archived, None)
+    qvec = EMB.embed_queries([text])[0]
+    return search._Query(
+        st, text, qvec, k, config, profile, as_of, include_archived, None, allowed, status, scope
+    )
+
+
+def _search(st, text, **kw):
+    return search.dual_path_search(st, text, EMB.embed_queries([text])[0], 10, DEFAULT, EMB.profile, **kw)
+
+
+# ------------------------------------------------------------------ 1. the visible set
+
+
+def test_the_visible_set_is_the_hierarchy_with_each_nodes_status_now():
+    st = toy_state(mentions={"f_pricing": ["Acme"]}, **SWITCHED)
+    allowed, status, scope = search._visible_set(st, None, False, None)
+    assert allowed == hierarchy(st) and scope is None  # no entity node
+    assert status == {n: Status.SUPERSEDED if n == "f_plan_a" else Status.ACTIVE for n in allowed}
+
+
+def test_at_as_of_later_nodes_are_hidden_and_a_fact_replaced_later_is_still_current():
+    st = toy_state(**SWITCHED)
+    allowed, status, _ = search._visible_set(st, BEFORE_THE_SWITCH, False, None)
+    assert allowed == VISIBLE_BEFORE_THE_SWITCH
+    assert status["f_plan_a"] == Status.ACTIVE
+
+
+def test_archived_nodes_are_visible_only_when_asked_for():
+    st = toy_state()
+    st.node("f_tea").status = Status.ARCHIVED
+    assert "f_tea" not in search._visible_set(st, None, False, None)[0]
+    assert "f_tea" in search._visible_set(st, None, True, None)[0]
+
+
+# ------------------------------------------------------------------ 2. the two paths
+
+
+def test_the_semantic_threshold_is_the_configs_or_else_the_embedders():
+    st = toy_state()
+    strict = replace(EMB.profile, semantic_threshold=1.01)  # above every cosine: BM25 matches only
+    _, sem = search._run_paths(_query(st, "noodle lunch", profile=strict))
+    assert {n for n in sem.scores if n not in sem.expanded} == {"f_lunch"}
+    loose = DEFAULT.with_(semantic={"threshold": -1.0})
+    _, sem = search._run_paths(_query(st, "noodle lunch", profile=strict, config=loose))
+    assert set(sem.scores) == hierarchy(st)
+
+
+def test_bm25_leaves_out_the_entities_the_relation_path_found_too_common():
+    strict = replace(EMB.profile, semantic_threshold=1.01)
+    four = {f: ["Carol"] for f in ("f_refund", "f_pricing", "f_plan_a", "f_tea")}  # 4 of 6: common
+    rel, sem = search._run_paths(_query(toy_state(mentions=four), "Carol", profile=strict))
+    assert rel.common == ("Carol",) and not rel.scores
+    assert sem.scores == {}  # "Carol wants green tea" would match BM25, but Carol is everyone's
+    rel, sem = search._run_paths(_query(toy_state(mentions={"f_tea": ["Carol"]}), "Carol", profile=strict))
+    assert rel.common == () and "f_tea" in rel.scores and "f_tea" in sem.scores
+
+
+def test_both_paths_see_only_the_visible_set():
+    st = toy_state(mentions={"f_tea": ["Carol"], "f_plan_b": ["Carol"]}, **SWITCHED)
+    rel, sem = search._run_paths(_query(st, "Carol wants plan B", as_of=BEFORE_THE_SWITCH))
+    # Both fragments that mention Carol come later: only what lies beyond plan B scores.
+    assert set(rel.scores) == {"f_plan_a", "s_hosting"}
+    assert set(sem.raw) == VISIBLE_BEFORE_THE_SWITCH
+
+
+# ------------------------------------------------------------------ 3. fusion
+
+
+def test_without_relation_hits_the_semantic_path_alone_decides_and_parents_weigh_less():
+    st = toy_state()
+    config = DEFAULT.with_(fusion={"recency_weight": 0.0})
+    q = _query(st, "refund at the bank", config=config)
+    rel, sem = search._run_paths(q)
+    fused = search._fuse(q, rel, sem)
+    assert fused.fallback and fused.relation == {}
+    for nid, score in fused.scores.items():
+        weight = 1.0 if st.node(nid).kind == NodeKind.FRAGMENT else config.fusion.parent_weight
+        assert score == pytest.approx(weight * fused.semantic[nid])
+
+
+def test_with_relation_hits_both_paths_mix_by_the_dynamic_weight():
+    st = toy_state(mentions={"f_pricing": ["Acme"]})
+    text = "What does Acme want for the pricing plan?"  # one entity, eight words
+    q = _query(st, text, config=DEFAULT.with_(fusion={"parent_weight": 1.0}))
+    rel, sem = search._run_paths(q)
+    fused = search._fuse(q, rel, sem)
+    assert not fused.fallback and set(fused.relation) == {"f_pricing", "s_billing"}
+    alpha = alpha_for("design", 1, 8)
+    for nid, score in fused.scores.items():
+        expected = alpha * fused.semantic.get(nid, 0.0) + (1 - alpha) * fused.relation.get(nid, 0.0)
+        assert score == pytest.approx(expected)
+
+
+def test_a_query_with_specific_terms_is_less_vague():
+    st = toy_state()
+    assert search._vagueness(st, "how did that thing end up?") == 1.0  # "end" is in no fragment
+    assert search._vagueness(st, "noodle place") == pytest.approx(1 / 3)  # both only in f_lunch
+    assert search._vagueness(st, "the plan") == 1.0  # in three of six fragments: not specific
+
+
+def test_in_a_vague_fallback_recency_lifts_the_newer_nodes():
+    st = toy_state()
+    config = DEFAULT.with_(semantic={"threshold": -1.0}, fusion={"parent_weight": 1.0})
+    q = _query(st, "how did that thing end up?", config=config)
+    rel, sem = search._run_paths(q)
+    fused = search._fuse(q, rel, sem)
+    w = config.fusion.recency_weight  # the query holds no specific term: the full weight
+    assert fused.fallback
+    day = {f"f_{n}": d for d, n in enumerate(("refund", "pricing", "plan_a", "plan_b", "lunch", "tea"))}
+    for f, d in day.items():
+        assert fused.scores[f] == pytest.approx((1 - w) * fused.semantic[f] + w * d / 5)
+
+
+# ------------------------------------------------------------------ 4. ranking
+
+
+def _fused(scores: dict[str, float]) -> search._Fused:
+    return search._Fused(scores, {}, {}, False)
+
+
+def test_ranking_orders_by_score_then_id_cuts_to_k_and_tops_up_from_the_semantic_backup():
+    st = toy_state()
+    q = _query(st, "anything", k=4)
+    q = replace(q, allowed=q.allowed - {"f_lunch"})
+    backup = SemanticResult({}, {"f_lunch": 0.99, "f_tea": 0.9, "f_plan_a": 0.8, "f_refund": 0.7}, {})
+    ranked, added = search._rank(q, _fused({"f_refund": 0.5, "f_pricing": 0.5, "f_plan_b": 0.9}), backup)
+    assert ranked == ["f_plan_b", "f_pricing", "f_refund", "f_tea"] and added == ["f_tea"]  # f_lunch hidden
+    k2 = replace(q, k=2)
+    assert search._rank(k2, _fused({"f_refund": 0.5, "f_pricing": 0.5, "f_plan_b": 0.9}), backup) == (
+        ["f_plan_b", "f_pricing"],
+        [],
+    )
+
+
+def test_a_fragment_whose_messages_a_better_hit_shows_is_collapsed():
+    st = toy_state()
+    st.node("f_pricing").source_ids = ["m1", "m2"]  # holds f_refund's message too
+    scores = {"f_pricing": 0.9, "f_refund": 0.8, "s_billing": 0.7}
+    nothing = SemanticResult({}, {}, {})
+    assert search._rank(_query(st, "x"), _fused(scores), nothing)[0] == ["f_pricing", "s_billing"]
+    keep = _query(st, "x", config=DEFAULT.with_(fusion={"collapse_overlap": False}))
+    assert search._rank(keep, _fused(scores), nothing)[0] == ["f_pricing", "f_refund", "s_billing"]
+
+
+# ------------------------------------------------------------------ 5. successors
+
+
+def test_a_superseded_hit_is_preceded_by_its_successor_shown_at_its_score():
+    st = toy_state(**SWITCHED)
+    fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6, "f_plan_b": 0.1})
+    ranking = search._place_successors(_query(st, "x"), ["f_plan_a", "f_refund"], fused, [])
+    assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}
+    assert ranking.scores == [0.8, 0.8, 0.6]
+    off = _query(st, "x", config=DEFAULT.with_(fusion={"attach_successors": False}))
+    assert search._place_successors(off, ["f_plan_a", "f_refund"], fused, []).ids == ["f_plan_a", "f_refund"]
+
+
+def test_before_the_switch_a_fact_has_no_successor_to_place():
+    st = toy_state(**SWITCHED)
+    q = _query(st, "x", as_of=BEFORE_THE_SWITCH)
+    ranking = search._place_successors(q, ["f_plan_a"], _fused({"f_plan_a": 0.8}), [])
+    assert ranking.ids == ["f_plan_a"] and not ranking.moved
+
+
+# ------------------------------------------------------------------ 6. hits
+
+
+def test_hits_say_which_way_each_node_came_and_scores_never_rise_down_the_list():
+    st = toy_state(**SWITCHED)
+    q = _query(st, "plan for the hosting migration")
+    sem = SemanticResult({"f_plan_a": 0.9, "s_hosting": 0.4}, {}, {"s_hosting": "f_plan_a"})
+    rel = RelationResult({}, {"f_plan_a": 0.5}, {"f_plan_a": 1}, 1)
+    fused = search._Fused({}, {"f_plan_a": 0.9}, {"f_plan_a": 0.5}, True)
+    ranking = search._Ranking(
+        ["f_plan_b", "f_plan_a", "s_hosting", "f_tea", "f_lunch"],
+        [1.3, 0.5, 0.7, 0.2, -0.1],
+        supplemented=["f_tea"],
+        moved={"f_plan_b"},
+    )
+    hits = search._to_hits(q, ranking, fused, rel, sem)
+    assert [h.via for h in hits] == [
+        ("successor",),
+        ("semantic", "relation", "fallback"),
+        ("expansion", "fallback"),
+        ("supplement",),
+        ("supplement",),  # no path found it: shown only to fill the list
+    ]
+    assert [h.score for h in hits] == [1.0, 0.5, 0.5, 0.2, 0.0]
+    plan_a = hits[1]
+    assert plan_a.status == "superseded" and plan_a.successors == ("f_plan_b",)
+    assert plan_a.source_ids == ("m3",) and "plan A for the hosting migration" in plan_a.text
+    assert (plan_a.semantic_score, plan_a.relation_score) == (0.9, 0.5)
+    assert plan_a.path == ("c_work", "s_hosting", "f_plan_a")
+
+
+# ------------------------------------------------------------------ the whole search
+
+
+def test_a_superseded_fact_comes_with_its_successor_first():
+    st = toy_state(**SWITCHED)
+    hits = _search(st, "prioritise plan A")  # plan A's own words: plan B ranks first only as its successor
+    assert [h.node_id for h in hits[:2]] == ["f_plan_b", "f_plan_a"]
+    new, old = hits[:2]
+    assert old.status == "superseded" and old.successors == ("f_plan_b",)
+    assert "successor" in new.via and new.score == old.score
+
+
+def test_as_of_answers_from_what_was_known_then():
+    st = toy_state(**SWITCHED)
+    hits = _search(st, "plan A for the hosting migration", as_of=BEFORE_THE_SWITCH)
+    by_id = {h.node_id: h for h in hits}
+    assert by_id["f_plan_a"].status == "active" and "f_plan_b" not in by_id
+    assert all("m4" not in h.source_ids for h in hits)
+    assert _search(st, "plan A", as_of=T0 - timedelta(days=1)) == []  # nothing was said yet
+
+
+def test_a_vague_query_falls_back_to_the_semantic_path():
+    st = toy_state(mentions={"f_pricing": ["Acme"]})
+    hits = _search(st, "how did that thing end up?")
+    assert len(hits) >= DEFAULT.fusion.min_results
+    assert all("relation" not in h.via and ("fallback" in h.via or "supplement" in h.via) for h in hits)
+    named = _search(st, "What does Acme want for the pricing plan?")
+    assert "relation" in named[0].via and all("fallback" not in h.via for h in named)
