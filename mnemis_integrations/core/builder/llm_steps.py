@@ -324,9 +324,7 @@ class ProposedPlacer:
             # The LLM builder's fallback has always centred on every message of the batch.
             return self.fallback.place(st, frag, replace(seg, unbuilt=NOTHING_UNBUILT), rep)
         g = st.graph
-        sub = _find(st, NodeKind.SUBTOPIC, prop.subtopic)
-        if sub is not None and len(g.children(sub.id)) >= self.cfg.max_subtopic_fragments:
-            sub = None
+        sub = _named(st, NodeKind.SUBTOPIC, prop.subtopic, self.cfg.max_subtopic_fragments)
         sim = (
             float(st.node_vectors.get(sub.id) @ st.node_vectors.get(frag.id))
             if sub is not None and sub.id in st.node_vectors
@@ -339,39 +337,17 @@ class ProposedPlacer:
             rep.touched.add(p.parent_id)
             return
         sid = f"s:{frag.id[2:]}"
-        g.add_node(
-            Node(
-                id=sid,
-                kind=NodeKind.SUBTOPIC,
-                label=p.label or prop.subtopic,
-                namespace=st.namespace,
-                created_at=frag.created_at,
-                event_time=frag.event_time,
-                properties={"named_by": "llm"},
-            )
-        )
+        _found(st, NodeKind.SUBTOPIC, sid, p.label or prop.subtopic, frag)
         rep.subtopics_created += 1
         g.add_edge(Edge(frag.id, sid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
         st.refresh_vectors([sid])
         rep.touched.add(sid)
-        con = _find(st, NodeKind.CONCEPT, prop.concept)
-        if con is not None and len(g.children(con.id)) >= self.cfg.max_concept_subtopics:
-            con = None
+        con = _named(st, NodeKind.CONCEPT, prop.concept, self.cfg.max_concept_subtopics)
         cp = self.review(Placement(sid, "concept", con.id if con else None, 0.0, prop.concept))
         cid = cp.parent_id
         if cid is None or not g.has(cid):
             cid = f"c:{sid[2:]}"
-            g.add_node(
-                Node(
-                    id=cid,
-                    kind=NodeKind.CONCEPT,
-                    label=cp.label or prop.concept,
-                    namespace=st.namespace,
-                    created_at=frag.created_at,
-                    event_time=frag.event_time,
-                    properties={"named_by": "llm"},
-                )
-            )
+            _found(st, NodeKind.CONCEPT, cid, cp.label or prop.concept, frag)
             rep.concepts_created += 1
         g.add_edge(Edge(sid, cid, EdgeKind.BELONGS_TO, created_at=frag.created_at))
         st.build_index().child_added(cid)
@@ -379,12 +355,28 @@ class ProposedPlacer:
         rep.touched.add(cid)
 
 
-def _find(st: NamespaceState, kind: NodeKind, name: str) -> Node | None:
+def _named(st: NamespaceState, kind: NodeKind, name: str, capacity: int) -> Node | None:
+    """The live node of ``kind`` labelled ``name`` (up to case and spacing), unless it is full."""
     key = normalise_name(name)
     for n in st.graph.nodes(kind):
         if normalise_name(n.label) == key and n.status != Status.ARCHIVED:
-            return n
+            return n if len(st.graph.children(n.id)) < capacity else None
     return None
+
+
+def _found(st: NamespaceState, kind: NodeKind, node_id: str, label: str, frag: Node) -> None:
+    """A new parent named by the model (or its reviewer): relabelling keeps the name."""
+    st.graph.add_node(
+        Node(
+            id=node_id,
+            kind=kind,
+            label=label,
+            namespace=st.namespace,
+            created_at=frag.created_at,
+            event_time=frag.event_time,
+            properties={"named_by": "llm"},
+        )
+    )
 
 
 # ------------------------------------------------------------------ 6. updates
