@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -78,7 +78,7 @@ class Segment:
     relations: Sequence[RelationItem] = ()  # the model's relations between the segment's entities
 
 
-def setting(config: BuildConfig, profile: EmbedderProfile, name: str):
+def setting(config: BuildConfig, profile: EmbedderProfile, name: str) -> Any:
     """A build setting: the config's, or the embedder profile's where the config leaves it None."""
     v = getattr(config, name)
     return v if v is not None else getattr(profile, name)
