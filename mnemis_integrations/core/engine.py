@@ -25,7 +25,7 @@ from ..errors import (
     NamespaceNotFoundError,
 )
 from . import recipes
-from .builder.abstract import ReviewHook, accept_all
+from .builder.abstract import ReviewHook, accept_all, relabel_parents
 from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
 from .embedders import as_embedder, normalise_rows, profile_for
@@ -33,6 +33,7 @@ from .filters import MetadataFilter
 from .graph import MemoryGraph
 from .messages import coerce_messages, parse_moment, same_content, validate_namespace
 from .model import Message, Node, NodeKind, Status
+from .protocols import Builder
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.message_match import message_match
@@ -176,8 +177,9 @@ class MnemisMemory:
         namespace: the namespace a call works on when it names none (every method takes
             ``namespace=``; ``None`` there means this one).
         builder: what turns new messages into graph nodes; ``None`` for the deterministic
-            offline builder. Any object with ``ingest(state, messages, vectors) -> BuildReport``
-            and the same all-or-nothing contract (it may only mutate the state it is given).
+            offline builder. Any :class:`~.protocols.Builder`: an object with
+            ``ingest(state, messages, vectors) -> BuildReport`` and the same all-or-nothing
+            contract (it may only mutate the state it is given).
 
     Raises:
         EmbedderMismatchError: the store at ``path`` was built with another embedder.
@@ -201,7 +203,7 @@ class MnemisMemory:
         embedder: Any = None,
         config: MemoryConfig = recipes.DEFAULT,
         review: ReviewHook = accept_all,
-        builder: Any = None,
+        builder: Builder | None = None,
         backend: str | None = None,
         namespace: str = "default",
     ):
@@ -210,7 +212,9 @@ class MnemisMemory:
         self.profile = profile_for(self.embedder)
         self.config = config
         self.review = review
-        self.builder = builder if builder is not None else OfflineBuilder(config.build, self.profile, review)
+        self.builder: Builder = (
+            builder if builder is not None else OfflineBuilder(config.build, self.profile, review)
+        )
         self.path = str(path) if path is not None else None
         self._store = _open_store(path, backend)
         stored = self._store.get_meta("embedder_id")
@@ -947,12 +951,7 @@ class MnemisMemory:
         self._store.purge()
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
-        offline = (
-            self.builder
-            if isinstance(self.builder, OfflineBuilder)
-            else OfflineBuilder(self.config.build, self.profile, self.review)
-        )
-        offline._relabel(st, BuildReport(touched=set(node_ids)))
+        relabel_parents(st, set(node_ids))
 
 
 def _progress_bar(total: int, namespace: str) -> Any:

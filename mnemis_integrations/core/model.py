@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
 
-__all__ = ["HIERARCHY_KINDS", "Edge", "EdgeKind", "Message", "Node", "NodeKind", "Status"]
+__all__ = ["HIERARCHY_KINDS", "Edge", "EdgeKind", "Message", "Node", "NodeKind", "Status", "time_order"]
 
 
 class NodeKind(str, Enum):
@@ -75,6 +75,11 @@ class Message:
             seq=int(d.get("seq", 0)),
             metadata=dict(d.get("metadata") or {}),
         )
+
+
+def time_order(m: Message) -> tuple[bool, float, int]:
+    """Sort key of messages in the order they were said: undated last, ties by arrival (``seq``)."""
+    return (m.timestamp is None, m.timestamp.timestamp() if m.timestamp else 0.0, m.seq)
 
 
 @dataclass

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["ChatModel", "Embedder", "Tokenizer"]
+if TYPE_CHECKING:
+    from .builder.steps import BuildReport
+    from .model import Message
+    from .state import NamespaceState
+
+__all__ = ["Builder", "ChatModel", "Embedder", "Tokenizer"]
 
 
 @runtime_checkable
@@ -41,3 +46,16 @@ class ChatModel(Protocol):
     """
 
     def complete(self, messages: list[dict[str, str]]) -> str: ...
+
+
+@runtime_checkable
+class Builder(Protocol):
+    """What :class:`~mnemis_integrations.MnemisMemory` calls to turn new messages into graph nodes:
+    :class:`~.builder.pipeline.OfflineBuilder` (the default) or :class:`~.builder.llm_builder.LLMBuilder`.
+
+    ``ingest`` gets a working copy of the namespace's state, the messages not stored yet (their
+    ``seq`` assigned) and their vectors, one row each. It may change that state and nothing else:
+    when it raises, the memory drops the copy and the store stays as it was.
+    """
+
+    def ingest(self, st: NamespaceState, messages: list[Message], vectors: np.ndarray) -> BuildReport: ...

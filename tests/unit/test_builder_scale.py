@@ -12,7 +12,7 @@ from _over_time import WEEKS
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core import recipes
-from mnemis_integrations.core.builder import pipeline
+from mnemis_integrations.core.builder import abstract
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.indexes.incremental import BuildIndex
@@ -355,13 +355,13 @@ def test_narrow_candidate_searches_decide_as_a_scan_of_every_candidate(monkeypat
     msgs = chat(200, seed=3)
 
     def build(first: int) -> tuple:
-        monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", first)
+        monkeypatch.setattr(abstract, "PLACE_CANDIDATES", first)
         mem = MnemisMemory(embedder=HashingEmbedder(), config=config)
         for i in range(0, len(msgs), 9):
             mem.add_messages(msgs[i : i + 9], namespace="u")
         return canonical(mem.graph("u"))
 
-    monkeypatch.setattr(pipeline, "PLACE_MAX_CANDIDATES", 10**9)
+    monkeypatch.setattr(abstract, "PLACE_MAX_CANDIDATES", 10**9)
     narrow, full = build(1), build(10**9)
     assert narrow == full
     kinds = {e[2] for e in full[1]}
@@ -388,7 +388,7 @@ def test_keeping_full_parents_apart_places_as_searching_every_parent(monkeypatch
     embedder = _Crowded()
     embedder.profile = replace(embedder.profile, centred_placement=centred)
     msgs = chat(240, seed=5)
-    monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", 2)  # small windows: full parents fill them
+    monkeypatch.setattr(abstract, "PLACE_CANDIDATES", 2)  # small windows: full parents fill them
 
     def build() -> tuple:
         mem = MnemisMemory(embedder=embedder, config=tight())

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from test_builder_scale import canonical, chat, tight
 
 from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.builder import pipeline
+from mnemis_integrations.core.builder import abstract
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HASHING_PROFILE, HashingEmbedder
 from mnemis_integrations.core.model import NodeKind
@@ -69,14 +69,14 @@ def test_the_first_candidates_decide_as_a_scan_of_every_parent(monkeypatch):
     msgs = chat(200, seed=3)
 
     def build(first: int) -> tuple:
-        monkeypatch.setattr(pipeline, "PLACE_CANDIDATES", first)
+        monkeypatch.setattr(abstract, "PLACE_CANDIDATES", first)
         mem = MnemisMemory(embedder=CentredHashing(), config=tight())
         for i in range(0, len(msgs), 9):
             mem.add_messages(msgs[i : i + 9], namespace="u")
         return canonical(mem.graph("u"))
 
-    default = pipeline.PLACE_CANDIDATES
-    monkeypatch.setattr(pipeline, "PLACE_MAX_CANDIDATES", 10**9)
+    default = abstract.PLACE_CANDIDATES
+    monkeypatch.setattr(abstract, "PLACE_MAX_CANDIDATES", 10**9)
     narrow, full = build(default), build(10**9)
     assert narrow == full
     assert sum(n[1] == "subtopic" for n in full[0]) > default

@@ -230,11 +230,11 @@ def test_a_memory_works_on_its_own_namespace_when_a_call_names_none():
 def test_failed_build_leaves_store_as_it_was(filled, monkeypatch):
     from mnemis_integrations.core.builder import pipeline
 
-    def boom(self, *a, **k):
+    def boom(st, touched):  # the last step: every other one has changed the state by then
         raise RuntimeError("builder crashed")
 
     before_nodes = {n.id for n in filled.graph("u1").nodes()}
-    monkeypatch.setattr(pipeline.OfflineBuilder, "_relabel", boom)
+    monkeypatch.setattr(pipeline, "relabel_parents", boom)
     with pytest.raises(RuntimeError):
         filled.add_messages([msg(99, "A brand new topic about gardening tomatoes.", days=30)], namespace="u1")
     monkeypatch.undo()

@@ -3,17 +3,24 @@
 Granularity rule (SPEC §2): only something a query could ask about on its own
 becomes an entity: names of people, places, organisations, products, plans and
 versions. Capitalised sentence openers ("Thanks", "Yesterday") are not names
-unless the same word is also seen capitalised mid-sentence.
+unless the same word is also seen capitalised mid-sentence. :func:`find_entities` is the
+offline builder's entity step.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from ..model import Message
 from ..text import STOPWORDS, has_cjk, jieba_tagger, normalise_name
 
-__all__ = ["EntityMention", "extract_entities"]
+if TYPE_CHECKING:
+    from ..state import NamespaceState
+    from .prompts import RelationItem
+
+__all__ = ["EntityMention", "extract_entities", "find_entities"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _CAP_SEQ = re.compile(r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*")
@@ -266,3 +273,12 @@ def extract_entities(
                 seen.setdefault(key, EntityMention(key, name))
         out.append(list(seen.values()))
     return out
+
+
+def find_entities(
+    st: NamespaceState, new: list[Message], segments: list[list[int]]
+) -> tuple[list[list[EntityMention]], dict[int, list[RelationItem]]]:
+    """The offline entity step: :func:`extract_entities` over the batch, the namespace's entities
+    known; relations are read off each sentence as its fragment is written
+    (:func:`~.link.link_entities`), so none come from here."""
+    return extract_entities([m.text for m in new], known=st.entities.names()), {}  # type: ignore[arg-type]

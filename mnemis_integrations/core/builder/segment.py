@@ -3,6 +3,8 @@
 Three signals, not fixed windows: a long silence, a discourse cue that opens a
 new topic ("anyway", "by the way", "对了"), and embedding drift (the next message
 is less similar to the running segment than the embedder's drift threshold).
+:class:`OfflineSegmenter` is the offline builder's segment step; :func:`open_tail`
+says whether a batch may continue the namespace's latest fragment.
 """
 
 from __future__ import annotations
@@ -10,12 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import Message
+from ..config import BuildConfig
+from ..embedders import EmbedderProfile
+from ..model import Message, Node, time_order
+from ..tokens import count_tokens
+from .steps import setting
 
-__all__ = ["opens_new_topic", "segment"]
+if TYPE_CHECKING:
+    from ..state import NamespaceState
+
+__all__ = ["OfflineSegmenter", "open_tail", "opens_new_topic", "segment"]
 
 _TOPIC_CUES = re.compile(
     r"^\W*(anyway|anyways|by the way|btw|speaking of|on another note|changing the subject|another thing|"
@@ -110,3 +120,43 @@ def segment(
     if cur and cur != [-1]:
         segments.append(cur)
     return segments
+
+
+def open_tail(st: NamespaceState, new: list[Message], max_messages: int) -> Node | None:
+    """The latest fragment, if the new messages may continue it (it ends the stream and is not full)."""
+    if not new or not st.messages:
+        return None
+    # The latest active fragment by (event time, id), never a compaction overview (its messages
+    # must stay those of its originals); kept up to date by the build index, not searched for.
+    last = st.build_index().open_tail(st)
+    if last is None:
+        return None
+    last_msgs = st.fragment_messages(last.id)
+    if not last_msgs or len(last_msgs) >= max_messages:
+        return None
+    if time_order(last_msgs[-1]) > time_order(new[0]):
+        return None  # out-of-order arrival: start a fresh fragment rather than rewrite history
+    return last
+
+
+class OfflineSegmenter:
+    """The offline segment step: the whole batch in one pass of :func:`segment`."""
+
+    def __init__(self, config: BuildConfig, profile: EmbedderProfile):
+        self.cfg = config
+        self.profile = profile
+
+    def __call__(
+        self, st: NamespaceState, new: list[Message], vectors: np.ndarray, tail: list[Message]
+    ) -> list[list[int]]:
+        return segment(
+            new,
+            vectors,
+            max_messages=self.cfg.max_segment_messages,
+            min_messages=self.cfg.min_segment_messages,
+            time_gap_minutes=self.cfg.time_gap_minutes,
+            drift_threshold=setting(self.cfg, self.profile, "drift_threshold"),
+            tail=(tail, st.msg_vectors.get_many([m.id for m in tail])) if tail else None,
+            max_tokens=self.cfg.max_segment_tokens,
+            count_tokens=count_tokens,
+        )

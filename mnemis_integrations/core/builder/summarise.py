@@ -3,7 +3,8 @@
 Offline and extractive: keywords by tf-idf against the namespace's fragments,
 a templated summary naming the speakers, the key entities and the keywords (so
 no entity or number of the segment is dropped from the summary line), and a
-label for hierarchy paths.
+label for hierarchy paths. The model's summaries, where the LLM builder has them, replace
+these once the fragment is placed (:func:`apply_model_summary`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,24 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ..model import Message
+from ..model import Message, Node
 from ..text import content_words, format_date, keyword_terms
 
-__all__ = ["TOPIC_WORDS", "fragment_label", "headline", "keywords_for", "summary_line", "topic_words"]
+if TYPE_CHECKING:
+    from .prompts import FragmentSummary
+
+__all__ = [
+    "TOPIC_WORDS",
+    "apply_model_summary",
+    "fragment_label",
+    "headline",
+    "keep_extractive",
+    "keywords_for",
+    "summary_line",
+    "topic_words",
+]
 
 # Fragment property holding its topic_words(): what parent labels are made of.
 TOPIC_WORDS = "topic_words"
@@ -91,3 +105,19 @@ def headline(summary: str, items: int) -> str:
 def fragment_label(keywords: list[str], when: datetime | None) -> str:
     head = ", ".join(keywords[:2]) or "conversation"
     return f"{head} ({format_date(when)})" if when else head
+
+
+def keep_extractive(texts: list[list[Message]]) -> list[FragmentSummary | None]:
+    """The offline summarise step: every fragment keeps its extractive keywords and summary line."""
+    return [None] * len(texts)
+
+
+def apply_model_summary(frag: Node, summary: FragmentSummary | None) -> None:
+    """The model's summary and keywords (its own keywords kept when the model gave none) replace the
+    fragment's extractive ones, and its label follows the keywords."""
+    if summary is None:
+        return
+    frag.summary = summary.summary
+    if summary.keywords:
+        frag.keywords = summary.keywords
+    frag.label = fragment_label(frag.keywords, frag.created_at)

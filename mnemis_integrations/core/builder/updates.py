@@ -12,6 +12,9 @@ features, fitted on the tune split of the scenario suite with ``benchmarks/fit_u
 Every feature is relative to the new message's own neighbourhood (ranks, a cosine standardised
 over its nearest messages, overlap as a share of its own words), never a raw cosine, so the
 weights carry over between embedders whose cosines sit in different ranges.
+
+:class:`OfflineUpdateJudge` is the offline builder's update step: it asks :func:`replaced` about
+each message of a fragment just written and supersedes the fragments holding what they replace.
 """
 
 from __future__ import annotations
@@ -21,15 +24,24 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..config import BuildConfig
+from ..maintenance.supersede import supersede
+from ..model import Message, Node, NodeKind, Status, time_order
 from .link import has_change_cue
+from .steps import BuildReport
+
+if TYPE_CHECKING:
+    from ..state import NamespaceState
 
 __all__ = [
     "FEATURES",
     "POOL",
     "Earlier",
+    "OfflineUpdateJudge",
     "announces_change",
     "change_values",
     "pair_features",
@@ -38,6 +50,7 @@ __all__ = [
 ]
 
 POOL = 8  # nearest earlier messages taken by vector and by word overlap; ranks are capped here
+OVERLAP_MAX_DF = 256  # the build follows only words held by at most this many messages
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
 _NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
@@ -254,3 +267,79 @@ def replaced(
         if announces_change(f):
             out.append((c.key, score(f, weights, bias)))
     return sorted(out, key=lambda x: (-x[1], x[0]))
+
+
+class OfflineUpdateJudge:
+    """The offline update step: each fragment is judged as it is written."""
+
+    def __init__(self, config: BuildConfig):
+        self.cfg = config
+
+    def batch_added(
+        self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport
+    ) -> None:
+        """Nothing left to judge: every fragment was judged as it was written."""
+
+    def fragment_added(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
+        """Supersede the earlier fragments whose messages the new messages ``msgs`` (of ``frag``) replace.
+
+        Each new message is judged against its nearest earlier messages by vector and by word
+        overlap (:func:`replaced`); its best-scoring candidate, if it clears
+        ``update_min_score``, retires the active fragment holding it. A best candidate in this
+        same fragment means the change happened inside it: nothing is linked. Both lookups are
+        bounded (``POOL`` neighbours, rare words only), whatever the size of the namespace.
+        """
+        g = st.graph
+        idx = st.build_index()
+        own = set(frag.source_ids)
+        olds: list[str] = []
+        for m in msgs:
+            if m.id not in st.msg_vectors or m.id not in st.lexical:
+                continue
+            said = time_order(m)
+
+            def earlier(mid: str, m: Message = m, said: tuple = said) -> bool:
+                other = st.messages.get(mid)
+                return other is not None and mid != m.id and time_order(other) < said
+
+            near = sorted(
+                (
+                    (k, c)
+                    for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL).items()
+                    if earlier(k)
+                ),
+                key=lambda kc: (-kc[1], kc[0]),
+            )[:POOL]
+            by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF)
+            terms = st.lexical.terms(m.id)
+            mine = st.lexical.weight(m.id)
+            cosine = dict(near)
+            pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+            cands = []
+            for k in pool:
+                other = st.messages[k]
+                cands.append(
+                    Earlier(
+                        k,
+                        other.text,
+                        other.speaker,
+                        abs(m.seq - other.seq),
+                        sum(st.lexical.idf(t) for t in terms & st.lexical.terms(k)),
+                        st.lexical.weight(k),
+                        cosine.get(k),
+                    )
+                )
+            ranked = replaced(m.text, m.speaker, mine, cands)
+            if not ranked or ranked[0][1] < self.cfg.update_min_score:
+                continue
+            best = ranked[0][0]
+            if best in own:
+                continue  # the change happened inside this fragment
+            for fid in idx.holders(st, best):
+                old = g.get(fid) if g.has(fid) and fid != frag.id else None
+                if old is not None and old.kind == NodeKind.FRAGMENT and old.status == Status.ACTIVE:
+                    supersede(g, old_id=fid, new_id=frag.id, when=m.timestamp or frag.created_at)
+                    olds.append(fid)
+        if olds:
+            idx.status_changed(st, olds)
+            rep.updates_linked += len(olds)
