@@ -62,12 +62,18 @@ def _tables():
 
 
 def run(
-    settings: dict[str, MemoryConfig], build: MemoryConfig, paths: list, emb: CachedEmbedder, k: int
+    settings: dict[str, MemoryConfig],
+    build: MemoryConfig,
+    paths: list,
+    emb: CachedEmbedder,
+    k: int,
+    out: str | None = None,
 ) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
-    with."""
+    with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``."""
     bench = load_benchmark(paths, protocol="incremental")
     table: dict = _tables()
+    rows: dict[str, list[dict]] = defaultdict(list)
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
         for kind, item in stream_plan(conv.messages, conv.questions):
@@ -78,12 +84,22 @@ def run(
                 continue
             split = item.extra.get("split", "tune")
             for name, cfg in settings.items():
-                for metric, v in ask(memory, cfg, item, conv, k).items():
+                scores = ask(memory, cfg, item, conv, k)
+                rows[name].append({"question_id": item.id, "split": split, "class": item.category, **scores})
+                for metric, v in scores.items():
                     if v is not None:
                         for cls in (item.category, "overall"):
                             table[name][(split, cls)][metric].append(v)
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
+    _write_rows(rows, out)
     return table
+
+
+def _write_rows(rows: dict[str, list[dict]], out: str | None) -> None:
+    for name, per_question in rows.items() if out else ():
+        folder = Path(out) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in per_question))
 
 
 def run_locomo(
@@ -130,10 +146,7 @@ def run_locomo(
                         if q.category == LOCOMO_MULTI_HOP:
                             table[name][(where, "multi-hop")][metric].append(v)
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
-    for name, per_question in rows.items() if out else ():
-        folder = Path(out) / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in per_question))
+    _write_rows(rows, out)
     return table
 
 
@@ -169,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
-    ap.add_argument("--out", help="with --locomo: per-question rows per setting under this folder")
+    ap.add_argument("--out", help="per-question rows per setting under this folder")
     args = ap.parse_args(argv)
     build = json.loads(args.build) if args.build else {}
     # The build override applies to every setting (the memory is built once), set here once.
@@ -185,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.locomo:
         table = run_locomo(settings, base, args.locomo, emb, args.k, args.out)
     else:
-        table = run(settings, base, args.suite or default_suite_paths(), emb, args.k)
+        table = run(settings, base, args.suite or default_suite_paths(), emb, args.k, args.out)
     if emb.misses:
         emb.save(cache)
     text = report(table)

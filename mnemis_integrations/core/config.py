@@ -215,6 +215,15 @@ class FusionConfig(_Frozen):
         "to the closest hit already chosen, so evidence spread over topics is not crowded out by one topic.",
     )
     attach_successors: bool = True
+    newer_first: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="A fragment hit moves above an older fragment hit of its own subtopic when it states a "
+        "change to it (a change cue, or other values), both hold one of the query's words, and its score is "
+        "within this share of the older one's; not when the query asks about the past. 0: off. Catches "
+        "updates the builder did not link: current state first 0.783 -> 0.819 on the scenario tune split.",
+    )
     parent_weight: float = Field(
         0.3,
         ge=0,
@@ -272,9 +281,29 @@ class MemoryConfig(_Frozen):
     limits: LimitsConfig = LimitsConfig()
 
     def with_(self, **sections: dict) -> MemoryConfig:
-        """Copy with nested updates, e.g. ``cfg.with_(fusion={"alpha_rule": "fixed"})``."""
+        """Copy with nested updates, e.g. ``cfg.with_(fusion={"alpha_rule": "fixed"})``.
+
+        Validated as a new config is: a misspelt section or setting, or a value out of range,
+        raises ``ValueError`` instead of being silently ignored.
+
+        >>> MemoryConfig().with_(fusion={"alpha_rul": "fixed"})
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for FusionConfig
+        alpha_rul
+          Extra inputs are not permitted ...
+        """
+        unknown = sorted(set(sections) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(
+                f"unknown config section(s) {unknown}; sections: {sorted(type(self).model_fields)}"
+            )
         update = {}
         for name, values in sections.items():
             current = getattr(self, name)
-            update[name] = current.model_copy(update=values) if isinstance(values, dict) else values
-        return self.model_copy(update=update)
+            update[name] = (
+                type(current).model_validate({**current.model_dump(), **values})
+                if isinstance(values, dict)
+                else values
+            )
+        return type(self).model_validate({**self.model_dump(), **update})

@@ -188,6 +188,90 @@ def test_before_the_switch_a_fact_has_no_successor_to_place():
     assert ranking.ids == ["f_plan_a"] and not ranking.moved
 
 
+GUESTS = {
+    "c_party": {
+        "s_venue": {"f_hall": ["The hall fits 60 guests, we pay 300 for it."]},
+        "s_guests": {
+            "f_draft": ["Guest list draft: I count 40 guests incl. us."],
+            "f_cake": ["The cake needs to feed the guests, chocolate please."],
+            "f_final": ["With the cousins and plus-ones the guests are at 52."],
+            "f_same": ["Still 40 guests on the list, no news."],
+        },
+    }
+}
+HOW_MANY = "How many guests are coming?"
+
+
+def _newer_first(ranked, scores, text=HOW_MANY, tree=GUESTS, **fusion):
+    q = _query(toy_state(tree), text, config=DEFAULT.with_(fusion=fusion) if fusion else DEFAULT)
+    return search._newer_first(q, ranked, scores)
+
+
+def test_a_newer_hit_that_restates_an_older_one_with_a_change_goes_just_before_it():
+    scores = {"f_draft": 0.8, "f_cake": 0.7, "f_final": 0.6}
+    assert _newer_first(["f_draft", "f_cake", "f_final"], scores) == ["f_final", "f_draft", "f_cake"]
+    # and the whole search shows it so: the builder linked no update here
+    hits = search._place_successors(
+        _query(toy_state(GUESTS), HOW_MANY), ["f_draft", "f_final"], _fused(scores), []
+    )
+    assert hits.ids == ["f_final", "f_draft"]
+
+
+@pytest.mark.parametrize(
+    "why, ranked, scores, text, fusion",
+    [
+        ("too weak to be lifted", ["f_draft", "f_final"], {"f_draft": 0.8, "f_final": 0.5}, HOW_MANY, {}),
+        ("states no change", ["f_draft", "f_same"], {"f_draft": 0.8, "f_same": 0.7}, HOW_MANY, {}),
+        ("older than the hit", ["f_final", "f_draft"], {"f_final": 0.8, "f_draft": 0.7}, HOW_MANY, {}),
+        ("another subtopic", ["f_hall", "f_final"], {"f_hall": 0.8, "f_final": 0.7}, HOW_MANY, {}),
+        (
+            "no query word in both",
+            ["f_draft", "f_final"],
+            {"f_draft": 0.8, "f_final": 0.7},
+            "How many cousins are coming?",
+            {},
+        ),
+        (
+            "asks about the past",
+            ["f_draft", "f_final"],
+            {"f_draft": 0.8, "f_final": 0.7},
+            "How many guests at first?",
+            {},
+        ),
+        (
+            "turned off",
+            ["f_draft", "f_final"],
+            {"f_draft": 0.8, "f_final": 0.7},
+            HOW_MANY,
+            {"newer_first": 0.0},
+        ),
+    ],
+)
+def test_a_newer_hit_stays_where_it_ranks_unless_it_restates_the_older_with_a_change(
+    why, ranked, scores, text, fusion
+):
+    assert _newer_first(ranked, scores, text, **fusion) == ranked, why
+
+
+def test_an_update_the_builder_linked_is_placed_by_its_link_not_moved_further():
+    """Plan B, linked as plan A's successor, sits right above plan A where its link puts it, not
+    above the older hit of its subtopic it also restates with a change."""
+    tree = {
+        "c_work": {
+            "s_hosting": {
+                "f_cost": ["The hosting migration costs 900 a month on plan A."],
+                "f_plan_a": ["We prioritise plan A for the hosting migration."],
+                "f_plan_b": ["Pause plan A: we switched to plan B for the hosting migration, 700 a month."],
+            }
+        }
+    }
+    st = toy_state(tree, updates=(("f_plan_b", "f_plan_a"),))
+    q = _query(st, "What is the hosting migration plan?")
+    fused = _fused({"f_cost": 0.9, "f_plan_a": 0.85, "f_plan_b": 0.8})
+    ranking = search._place_successors(q, ["f_cost", "f_plan_a", "f_plan_b"], fused, [])
+    assert ranking.ids == ["f_cost", "f_plan_b", "f_plan_a"]
+
+
 # ------------------------------------------------------------------ 6. hits
 
 

