@@ -59,8 +59,8 @@ from .scenario_data import (
 )
 
 __all__ = [
-    "EXTRA_METRICS",
     "BUNDLED_DIR",
+    "EXTRA_METRICS",
     "INDEPENDENT_DIR",
     "LANGUAGES",
     "PROTOCOLS",
@@ -169,8 +169,8 @@ def _find_suite(folder: Path) -> Path | None:
 
 def _suite_not_found(*folders: Path) -> ScenarioError:
     return ScenarioError(
-        f"no scenario file there under the working directory ({Path.cwd()}) nor beside the package "
-        f"({_CHECKOUT}); the scenario suites are part of the source repository, not of the installed "
+        f"no scenario file found there under the working directory ({Path.cwd()}) or beside the "
+        f"package ({_CHECKOUT}); the scenario suites are part of the source repository, not of the installed "
         "package: run from a checkout, or name scenario files or folders with --suite PATH "
         "(load_scenarios(PATH) in Python)",
         source=" or ".join(f.as_posix() for f in folders),
