@@ -7,9 +7,10 @@ Register it on the top-level parser with :func:`add_bench_parser`, then dispatch
         --systems bm25,dense,hybrid,chunk3 --out /tmp/bench
 
 Targets: ``locomo`` (a LoCoMo JSON file from a path) and ``scenarios`` (our own suite,
-loaded by ``scenarios.py`` from ``--suite`` paths, run under ``--protocol``, default
-``incremental``; besides the generic reports it writes ``scenarios.{md,json}``, scores per
-split and question class plus the structure of Mnemis's graph, see ``scenario_report.py``).
+loaded by ``scenarios.py`` from ``--suite`` paths, by default from ``benchmarks/scenarios/`` in
+the source checkout, run under ``--protocol``, default ``incremental``; besides the generic
+reports it writes ``scenarios.{md,json}``, scores per split and question class plus the
+structure of Mnemis's graph, see ``scenario_report.py``).
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="PATH",
-        help="scenario file or folder, repeatable; 'bundled' names the bundled suite (default: the bundled "
-        "suite plus benchmarks/scenarios/independent when it exists)",
+        help="scenario file or folder, repeatable; 'bundled' names benchmarks/scenarios/bundled "
+        "(default: benchmarks/scenarios/bundled and benchmarks/scenarios/independent, found under the "
+        "working directory or the source checkout; an installed package ships no scenario)",
     )
     scen.add_argument(
         "--protocol",

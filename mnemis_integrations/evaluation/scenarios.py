@@ -1,6 +1,6 @@
 """Mnemis's own scenario suite: synthetic multi-week conversations and the questions that test them.
 
-Each bundled scenario (``mnemis_integrations/data/scenarios/*.json``) is one invented
+Each scenario of the bundled suite (``benchmarks/scenarios/bundled/*.json``) is one invented
 conversation of two or three speakers whose topics interleave over several weeks, in
 English or Chinese, with the traps that plain chunk-and-embed retrieval falls into: near
 duplicates across unrelated threads, decisions reversed once or twice, and relations spread
@@ -13,6 +13,9 @@ over distant messages. Its questions come in three classes (SPEC section 7):
 
 Files written apart from the engine's tuning live in ``benchmarks/scenarios/independent/``;
 a file's ``split`` says whether it may be tuned on (``tune``) or only measured (``holdout``).
+Both folders belong to the source repository, not to the installed package (the wheel ships
+only the demo conversation): they are found under the working directory or the checkout this
+package runs from, and elsewhere a suite is named by path.
 The file format and its optional annotations (message topics, supersessions) are described in
 :mod:`.scenario_data`.
 
@@ -56,6 +59,7 @@ from .scenario_data import (
 )
 
 __all__ = [
+    "BUNDLED_DIR",
     "EXTRA_METRICS",
     "INDEPENDENT_DIR",
     "LANGUAGES",
@@ -71,6 +75,7 @@ __all__ = [
     "ScenarioQuestion",
     "Supersession",
     "benchmark_from_scenarios",
+    "bundled_suite_dir",
     "current_state_first",
     "current_state_first_rate",
     "default_suite_paths",
@@ -84,11 +89,11 @@ __all__ = [
 ]
 
 PROTOCOLS = ("incremental", "ask_at_time", "full")
-# The independent suite, relative to the working directory or to a source checkout.
+# The two suites, relative to the working directory or to a source checkout.
+BUNDLED_DIR = Path("benchmarks", "scenarios", "bundled")
 INDEPENDENT_DIR = Path("benchmarks", "scenarios", "independent")
 
 _PACKAGE = "mnemis_integrations"
-_SCENARIO_DIR = ("data", "scenarios")
 _DEMO_FILE = ("data", "demo_conversation.json")
 _CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -120,7 +125,7 @@ def _read_json(text: str, *, source: str) -> Any:
         raise ScenarioError(f"invalid JSON ({exc})", source=source) from exc
 
 
-def _bundled(*parts: str) -> Any:
+def _package_data(*parts: str) -> Any:
     node = resources.files(_PACKAGE)
     for part in parts:
         node = node / part
@@ -141,15 +146,6 @@ def load_scenario(path: PathLike) -> Scenario:
     return scenario_from_dict(_read_json(text, source=str(p)), source=p.name)
 
 
-def _load_bundled() -> list[Scenario]:
-    folder = _bundled(*_SCENARIO_DIR)
-    entries = sorted((e for e in folder.iterdir() if e.name.endswith(".json")), key=lambda e: e.name)
-    return [
-        scenario_from_dict(_read_json(e.read_text(encoding="utf-8"), source=e.name), source=e.name)
-        for e in entries
-    ]
-
-
 def _load_path(path: PathLike) -> list[Scenario]:
     p = Path(path)
     if p.is_dir():
@@ -163,19 +159,54 @@ def _load_path(path: PathLike) -> list[Scenario]:
     return found
 
 
-def default_suite_paths() -> list[Path | None]:
+def _find_suite(folder: Path) -> Path | None:
+    for root in (Path.cwd(), _CHECKOUT):
+        found = root / folder
+        if found.is_dir() and any(found.glob("*.json")):
+            return found
+    return None
+
+
+def _suite_not_found(*folders: Path) -> ScenarioError:
+    return ScenarioError(
+        f"no scenario file found there under the working directory ({Path.cwd()}) or beside the "
+        f"package ({_CHECKOUT}); the scenario suites are part of the source repository, not of the installed "
+        "package: run from a checkout, or name scenario files or folders with --suite PATH "
+        "(load_scenarios(PATH) in Python)",
+        source=" or ".join(f.as_posix() for f in folders),
+    )
+
+
+def bundled_suite_dir() -> Path:
+    """The bundled suite's folder, ``benchmarks/scenarios/bundled``.
+
+    Looked for under the working directory first, then in the source checkout this package runs
+    from.
+
+    Raises:
+        ScenarioError: neither holds a scenario file there (an installed package outside a
+            checkout); the message says to name the suite with ``--suite``.
+    """
+    folder = _find_suite(BUNDLED_DIR)
+    if folder is None:
+        raise _suite_not_found(BUNDLED_DIR)
+    return folder
+
+
+def default_suite_paths() -> list[Path]:
     """What ``mnemis bench scenarios`` loads by default.
 
-    ``None`` (the bundled suite), then the independent folder ``benchmarks/scenarios/independent``
-    when it exists with a scenario file in it, looked for under the working directory first and
-    then in the source checkout this package runs from.
+    The bundled folder ``benchmarks/scenarios/bundled``, then the independent folder
+    ``benchmarks/scenarios/independent``, each where it holds a scenario file, looked for under
+    the working directory first and then in the source checkout this package runs from.
+
+    Raises:
+        ScenarioError: neither folder is found (an installed package outside a checkout); the
+            message says to name the suite with ``--suite``.
     """
-    paths: list[Path | None] = [None]
-    for root in (Path.cwd(), _CHECKOUT):
-        folder = root / INDEPENDENT_DIR
-        if folder.is_dir() and any(folder.glob("*.json")):
-            paths.append(folder)
-            break
+    paths = [f for f in (_find_suite(BUNDLED_DIR), _find_suite(INDEPENDENT_DIR)) if f is not None]
+    if not paths:
+        raise _suite_not_found(BUNDLED_DIR, INDEPENDENT_DIR)
     return paths
 
 
@@ -184,16 +215,16 @@ def load_scenarios(path: PathLike | Sequence[PathLike | None] | None = None) -> 
 
     Args:
         path: a folder of ``*.json`` scenario files, one such file, or a list of them (``None``
-            in the list stands for the bundled suite); ``None`` loads the suite bundled with the
-            package (found with :mod:`importlib.resources`, so it also works from an installed
-            wheel).
+            in the list stands for the bundled suite); ``None`` loads the bundled suite
+            (:func:`bundled_suite_dir`).
 
     Returns:
         The scenarios, sorted by id.
 
     Raises:
         ScenarioError: a file fails validation, a folder holds no scenario, a path does not
-            exist, or a scenario, message or question id appears in two files.
+            exist, the bundled suite is not found, or a scenario, message or question id appears
+            in two files.
 
     Examples:
         >>> suite = load_scenarios()
@@ -205,9 +236,7 @@ def load_scenarios(path: PathLike | Sequence[PathLike | None] | None = None) -> 
         raise ScenarioError("no scenario paths given")
     scenarios: list[Scenario] = []
     for place in places:
-        scenarios.extend(_load_bundled() if place is None else _load_path(place))
-    if not scenarios:
-        raise ScenarioError("no scenario files (*.json) found", source="the bundled suite")
+        scenarios.extend(_load_path(bundled_suite_dir() if place is None else place))
     _check_unique(scenarios)
     return sorted(scenarios, key=lambda s: s.id)
 
@@ -236,7 +265,7 @@ def load_demo_conversation() -> DemoConversation:
         ScenarioError: the bundled file is malformed.
     """
     source = "/".join(_DEMO_FILE)
-    data = _read_json(_bundled(*_DEMO_FILE).read_text(encoding="utf-8"), source=source)
+    data = _read_json(_package_data(*_DEMO_FILE).read_text(encoding="utf-8"), source=source)
     if not isinstance(data, Mapping):
         raise ScenarioError("the demo must be a JSON object", source=source)
     queries = data.get("queries")
@@ -381,7 +410,7 @@ def benchmark_from_scenarios(
 
 def _describe(path: PathLike | Sequence[PathLike | None] | None) -> str:
     places = list(path) if isinstance(path, (list, tuple)) else [path]
-    return ", ".join("bundled: mnemis_integrations/data/scenarios" if p is None else str(p) for p in places)
+    return ", ".join(f"bundled: {BUNDLED_DIR.as_posix()}" if p is None else str(p) for p in places)
 
 
 def load_benchmark(

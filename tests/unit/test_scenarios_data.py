@@ -1,4 +1,5 @@
-"""The bundled scenario suite: its data validates, its protocol replays in time order, and
+"""The scenario suite (``benchmarks/scenarios/``): its data validates, it is found from a checkout
+and refused with a pointer to ``--suite`` without one, its protocol replays in time order, and
 the current-state-first metric decides the hand-made cases as documented."""
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ from pathlib import Path
 import pytest
 
 from mnemis_integrations.errors import MnemisError
+from mnemis_integrations.evaluation import scenarios
+from mnemis_integrations.evaluation.cli import main as bench_main
 from mnemis_integrations.evaluation.datasets import Benchmark
 from mnemis_integrations.evaluation.scenarios import (
+    BUNDLED_DIR,
     EXTRA_METRICS,
     INDEPENDENT_DIR,
     QUESTION_CLASSES,
     ScenarioError,
     Supersession,
+    bundled_suite_dir,
     current_state_first,
     current_state_first_rate,
     default_suite_paths,
@@ -31,7 +36,8 @@ from mnemis_integrations.evaluation.scenarios import (
     scenario_from_dict,
 )
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "mnemis_integrations" / "data" / "scenarios"
+CHECKOUT = Path(__file__).resolve().parents[2]
+SCENARIO_DIR = CHECKOUT / BUNDLED_DIR
 
 
 @pytest.fixture(scope="module")
@@ -143,12 +149,32 @@ def test_loading_a_folder_or_one_file_matches_the_bundled_copy(suite):
 
 def test_the_default_suite_loads_the_independent_files_with_the_bundled_ones():
     paths = default_suite_paths()
-    assert paths[0] is None
-    independent = Path(__file__).resolve().parents[2] / INDEPENDENT_DIR
-    has_files = independent.is_dir() and any(independent.glob("*.json"))
-    assert (len(paths) == 2) == has_files
+    assert [p.resolve() for p in paths] == [CHECKOUT / BUNDLED_DIR, CHECKOUT / INDEPENDENT_DIR]
     everything = load_scenarios(paths)  # ids stay unique across both folders
-    assert len(everything) >= len(load_scenarios())
+    assert len(everything) > len(load_scenarios())
+
+
+def test_the_suites_are_found_from_another_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert [p.resolve() for p in default_suite_paths()] == [
+        CHECKOUT / BUNDLED_DIR,
+        CHECKOUT / INDEPENDENT_DIR,
+    ]
+    assert bundled_suite_dir().resolve() == SCENARIO_DIR
+
+
+def test_without_a_checkout_the_suite_is_refused_naming_suite(tmp_path, monkeypatch, capsys):
+    # An installed wheel outside a checkout: nothing under the working directory or the package's root.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(scenarios, "_CHECKOUT", tmp_path)
+    with pytest.raises(ScenarioError, match="--suite") as default:
+        default_suite_paths()
+    assert str(BUNDLED_DIR) in str(default.value) and str(INDEPENDENT_DIR) in str(default.value)
+    with pytest.raises(ScenarioError, match="--suite"):
+        load_scenarios()
+    assert bench_main(["bench", "scenarios", "--systems", "bm25", "--out", str(tmp_path / "out")]) == 2
+    assert "--suite" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_annotations_in_the_data_are_consistent_where_present():
