@@ -63,7 +63,6 @@ class RelationResult:
     scores: dict[str, float]  # node id -> raw relation score
     distance: dict[str, int]  # node id -> nearest distance from any seed
     n_entities_in_query: int  # entities named by the query, common ones included
-    common: tuple[str, ...] = ()  # names of query entities too common to steer (e.g. the speakers)
 
 
 def _fade(st: NamespaceState, cfg: RelationConfig):
@@ -171,16 +170,14 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     )
     n_frag = fragment_count(st)
     seeds: dict[str, float] = {}
-    common = []
     for eid, quality in found.items():
         df = counts.get(eid, 0)
         if df == 0 or df / n_frag > cfg.max_entity_share:
-            common.append(st.graph.get(eid).label)
             continue  # an entity in most fragments (a speaker, say) points nowhere in particular
         # Specificity in [0, 1]: an entity in one fragment weighs 1, one in every fragment ~0.
         seeds[eid] = quality * math.log(1 + n_frag / df) / math.log(1 + n_frag)
     if not seeds:
-        return RelationResult({}, {}, {}, len(found), tuple(common))
+        return RelationResult({}, {}, {}, len(found))
     f = decay(cfg.decay)
     scores: dict[str, float] = {}
     dist: dict[str, int] = {}
@@ -200,7 +197,7 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     if cfg.scale == "absolute":
         top = f(1) * len(seeds)
         scores = {k: min(1.0, v / top) for k, v in scores.items()}
-    return RelationResult(seeds, scores, dist, len(found), tuple(common))
+    return RelationResult(seeds, scores, dist, len(found))
 
 
 def node_words(st: NamespaceState, nid: str) -> frozenset[str]:
