@@ -22,9 +22,7 @@ __all__ = [
     "DECAYS",
     "RelationResult",
     "decay",
-    "grade_by_match",
     "relation_path",
-    "semantic_match",
     "term_match",
 ]
 
@@ -225,30 +223,3 @@ def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, 
             held = table[nid] = node_words(st, nid)
         out[nid] = round(len(words & held) / len(words), 6)
     return out
-
-
-def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: float) -> dict[str, float]:
-    """Scale each relation score by ``(1 - weight) + weight * match`` (match in [0, 1]).
-
-    Hop distance alone scores every node around an entity alike; this grades them by how well
-    they match the query, so only truly equal nodes tie.
-
-    >>> grade_by_match({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 0.0}, 0.5)
-    {'a': 0.5, 'b': 0.25}
-    """
-    if weight <= 0:
-        return dict(scores)
-    return {k: v * ((1 - weight) + weight * min(1.0, max(0.0, match.get(k, 0.0)))) for k, v in scores.items()}
-
-
-def semantic_match(raw: dict[str, float], ids: Iterable[str]) -> dict[str, float]:
-    """Node id -> its raw similarity min-max scaled over ``ids`` (1: the best of them; all 1 when equal).
-
-    >>> semantic_match({"a": 0.8, "b": 0.9, "c": 0.85}, ["a", "b"])
-    {'a': 0.0, 'b': 1.0}
-    """
-    vals = {i: raw[i] for i in ids if i in raw}
-    if not vals:
-        return {}
-    lo, hi = min(vals.values()), max(vals.values())
-    return {i: (v - lo) / (hi - lo) if hi > lo else 1.0 for i, v in vals.items()}

@@ -17,8 +17,18 @@ from ..state import NamespaceState
 from ..temporal import status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
-from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
-from .relation import RelationResult, grade_by_match, node_words, relation_path, semantic_match, term_match
+from .fusion import (
+    alpha_for,
+    collapse_overlaps,
+    fuse,
+    grade_by_match,
+    mmr_order,
+    normaliser,
+    place_successors,
+    semantic_match,
+    top_up,
+)
+from .relation import RelationResult, node_words, relation_path, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
 from .scope import Scope, scope_of
