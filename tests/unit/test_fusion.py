@@ -53,6 +53,14 @@ def test_fuse_is_the_weighted_sum_over_the_union(sem, rel, alpha):
         assert v == pytest.approx(alpha * sem.get(k, 0.0) + (1 - alpha) * rel.get(k, 0.0))
 
 
+def test_a_relation_hit_the_semantic_path_did_not_score_is_graded_as_matching_least():
+    match = fusion.semantic_match({"a": 0.8, "b": 0.9, "c": 0.1}, ["a", "b", "unscored"])
+    assert match == {"a": 0.0, "b": 1.0}  # scaled over the relation hits only: c is not one
+    graded = fusion.grade_by_match(dict.fromkeys(["a", "b", "unscored"], 0.6), match, 0.5)
+    assert graded == pytest.approx({"a": 0.3, "b": 0.6, "unscored": 0.3})
+    assert fusion.grade_by_match({"a": 0.6}, {}, 0.0) == {"a": 0.6}  # no weight: hop scores as they are
+
+
 def test_collapse_keeps_the_best_of_overlapping_hits_and_every_overview():
     ranked = ["f1", "f2", "s", "f3"]
     sources = {

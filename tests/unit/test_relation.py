@@ -62,7 +62,7 @@ def test_seeds_are_the_query_entities_weighted_by_how_rare_they_are():
     st = toy_state(mentions={"f_pricing": ["Acme"], "f_refund": ["Bank"], "f_lunch": ["Bank"]})
     rel = _relation(st, "Did Acme call the bank?")
     n = 6  # fragments
-    assert rel.n_entities_in_query == 2 and rel.common == ()
+    assert rel.n_entities_in_query == 2
     assert rel.seeds == pytest.approx({ACME: 1.0, BANK: math.log(1 + n / 2) / math.log(1 + n)})
 
 
@@ -79,10 +79,10 @@ def test_an_entity_in_most_fragments_is_common_and_seeds_nothing():
     everyone = {f: ["Ann"] for f in ("f_refund", "f_pricing", "f_plan_a", "f_tea")}  # 4 of 6
     st = toy_state(mentions=everyone | {"f_lunch": ["Ann", "Acme"]})
     alone = _relation(st, "What did Ann say?")
-    assert alone.common == ("Ann",) and alone.n_entities_in_query == 1
+    assert alone.n_entities_in_query == 1  # named, counted, but no seed
     assert alone.seeds == {} and alone.scores == {}
     with_acme = _relation(st, "What did Ann say about Acme?")
-    assert set(with_acme.seeds) == {ACME} and with_acme.common == ("Ann",)
+    assert set(with_acme.seeds) == {ACME} and with_acme.n_entities_in_query == 2
     assert with_acme.distance["f_lunch"] == 1
 
 

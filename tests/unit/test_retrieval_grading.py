@@ -14,7 +14,8 @@ from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from mnemis_integrations.core.recipes import DEFAULT
-from mnemis_integrations.core.retrieval.relation import grade_by_match, relation_path, term_match
+from mnemis_integrations.core.retrieval.fusion import grade_by_match
+from mnemis_integrations.core.retrieval.relation import relation_path, term_match
 from mnemis_integrations.core.retrieval.search import dual_path_search
 from mnemis_integrations.core.state import NamespaceState
 

@@ -25,8 +25,9 @@ VISIBLE_BEFORE_THE_SWITCH = {"c_work", "s_billing", "f_refund", "f_pricing", "s_
 def _query(st, text, *, k=10, config=DEFAULT, profile=EMB.profile, as_of=None, include_archived=False):
     allowed, status, scope = search._visible_set(st, as_of, include_archived, None)
     qvec = EMB.embed_queries([text])[0]
+    speakers = search._named_speakers(st, text)
     return search._Query(
-        st, text, qvec, k, config, profile, as_of, include_archived, None, allowed, status, scope
+        st, text, qvec, k, config, profile, as_of, include_archived, None, allowed, status, scope, speakers
     )
 
 
@@ -71,14 +72,30 @@ def test_the_semantic_threshold_is_the_configs_or_else_the_embedders():
     assert set(sem.scores) == hierarchy(st)
 
 
-def test_bm25_leaves_out_the_entities_the_relation_path_found_too_common():
-    strict = replace(EMB.profile, semantic_threshold=1.01)
-    four = {f: ["Carol"] for f in ("f_refund", "f_pricing", "f_plan_a", "f_tea")}  # 4 of 6: common
-    rel, sem = search._run_paths(_query(toy_state(mentions=four), "Carol", profile=strict))
-    assert rel.common == ("Carol",) and not rel.scores
-    assert sem.scores == {}  # "Carol wants green tea" would match BM25, but Carol is everyone's
-    rel, sem = search._run_paths(_query(toy_state(mentions={"f_tea": ["Carol"]}), "Carol", profile=strict))
-    assert rel.common == () and "f_tea" in rel.scores and "f_tea" in sem.scores
+STRICT = replace(EMB.profile, semantic_threshold=1.01)  # above every cosine: BM25 matches only
+CAROL_IN_FOUR_OF_SIX = {f: ["Carol"] for f in ("f_refund", "f_pricing", "f_plan_a", "f_tea")}
+
+
+def test_bm25_leaves_out_the_speakers_the_query_names():
+    _, sem = search._run_paths(_query(toy_state(speaker="Carol"), "Carol", profile=STRICT))
+    assert sem.scores == {}  # "Carol wants green tea" would match BM25, but Carol is who speaks
+    _, sem = search._run_paths(_query(toy_state(), "Carol", profile=STRICT))  # Ann speaks, of Carol
+    assert "f_tea" in sem.scores
+
+
+def test_the_semantic_path_reads_the_query_not_the_relation_paths_result(monkeypatch):
+    """It used to leave the entities the relation path found too common out of BM25, and to score
+    the relation path's hits: now each path runs from the query alone, and they meet in fusion."""
+    q = _query(toy_state(mentions=CAROL_IN_FOUR_OF_SIX), "Carol", profile=STRICT)
+    rel, sem = search._run_paths(q)
+    assert rel.n_entities_in_query == 1 and not rel.seeds  # in most fragments: too common to seed
+    assert "f_tea" in sem.scores  # but not a speaker: BM25 still reads her name
+    everything = RelationResult(
+        {"e_carol": 1.0}, dict.fromkeys(q.allowed, 1.0), dict.fromkeys(q.allowed, 1), 1
+    )
+    monkeypatch.setattr(search, "relation_path", lambda *args, **kwargs: everything)
+    rel, unchanged = search._run_paths(q)
+    assert rel is everything and unchanged == sem
 
 
 def test_both_paths_see_only_the_visible_set():
@@ -115,6 +132,23 @@ def test_with_relation_hits_both_paths_mix_by_the_dynamic_weight():
     for nid, score in fused.scores.items():
         expected = alpha * fused.semantic.get(nid, 0.0) + (1 - alpha) * fused.relation.get(nid, 0.0)
         assert score == pytest.approx(expected)
+
+
+def test_fusion_grades_a_relation_hit_the_semantic_path_did_not_score_as_matching_least():
+    st = toy_state(mentions={"f_pricing": ["Acme"]})
+    config = DEFAULT.with_(relation={"match_by": "semantic"})
+    q = _query(st, "What does Acme want for the pricing plan?", config=config)
+    rel, sem = search._run_paths(q)
+    hop_scores = dict(rel.scores)
+    assert set(hop_scores) == {"f_pricing", "s_billing"}
+    # as on a large graph, where the funnel scores only the nodes nearest the query
+    unscored = SemanticResult({}, {"f_pricing": sem.raw["f_pricing"]}, {})
+    fused = search._fuse(q, rel, unscored)
+    w = config.relation.match_weight
+    assert fused.relation == pytest.approx(
+        {"f_pricing": hop_scores["f_pricing"], "s_billing": hop_scores["s_billing"] * (1 - w)}
+    )
+    assert fused.semantic == {}
 
 
 def test_a_query_with_specific_terms_is_less_vague():

@@ -4,6 +4,8 @@ threshold stays out unless BM25 matches it, and the best hits' parents enter by 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from _toy_graph import EMB, OFFICE, hierarchy, toy_state
 
@@ -17,15 +19,11 @@ TWO_MESSAGES = {"c": {"s": {"f": ["The refund timed out.", "Lunch at noon on Fri
 FRAGMENTS = {"f_refund", "f_pricing", "f_plan_a", "f_plan_b", "f_lunch", "f_tea"}
 
 
-def _semantic(
-    st, query: str, *, threshold: float = 0.05, allowed=None, lexical_skip=(), messages=None, **cfg
-):
+def _semantic(st, query: str, *, threshold: float = 0.05, allowed=None, speakers=(), messages=None, **cfg):
     qvec = EMB.embed_queries([query])[0]
     config = DEFAULT.with_(semantic=cfg).semantic
     allowed = hierarchy(st) if allowed is None else allowed
-    return semantic_path(
-        st, qvec, query, config, threshold, allowed, lexical_skip=lexical_skip, messages=messages
-    )
+    return semantic_path(st, qvec, query, config, threshold, allowed, speakers=speakers, messages=messages)
 
 
 def test_every_level_is_scored_on_one_unit_scale_and_the_matching_fragment_leads():
@@ -78,10 +76,27 @@ def test_expansion_starts_from_the_best_hits_and_stays_inside_the_allowed_set():
     assert set(hidden.expanded) == {"s_hosting"} and "s_food" not in hidden.scores
 
 
-def test_names_in_lexical_skip_are_left_out_of_bm25():
+def test_the_speakers_the_query_names_are_left_out_of_bm25():
     st = toy_state()  # "Carol wants green tea in the kitchen."
     assert set(_semantic(st, "Carol", threshold=NEVER, expand=False).scores) == {"f_tea"}
-    assert _semantic(st, "Carol", threshold=NEVER, expand=False, lexical_skip=("Carol",)).scores == {}
+    assert _semantic(st, "Carol", threshold=NEVER, expand=False, speakers=("Carol",)).scores == {}
+    # whatever the case, and with a possessive: BM25 then reads "tea" alone
+    qvec, cfg = EMB.embed_queries(["Carol's tea"])[0], DEFAULT.with_(semantic={"expand": False}).semantic
+    skipped = semantic_path(st, qvec, "Carol's tea", cfg, NEVER, hierarchy(st), speakers=("carol",))
+    assert skipped.scores == semantic_path(st, qvec, "tea", cfg, NEVER, hierarchy(st)).scores
+    assert set(skipped.scores) == {"f_tea"}
+
+
+def test_a_speaker_boost_lifts_the_messages_of_the_speakers_the_query_names():
+    st = toy_state(TWO_MESSAGES)
+    st.messages["m2"] = replace(st.messages["m2"], speaker="Bo")  # "Lunch at noon on Friday.", in f with m1
+    query = "What did Bo say about the refund?"
+    plain = _semantic(st, query, speakers=("Bo",), lexical_weight=0.0)
+    lifted = _semantic(st, query, speakers=("Bo",), lexical_weight=0.0, speaker_boost=3.0)
+    assert max(plain.message_scores, key=plain.message_scores.get) == "m1"  # the refund message
+    assert max(lifted.message_scores, key=lifted.message_scores.get) == "m2"  # Bo's own
+    no_one = _semantic(st, query, lexical_weight=0.0, speaker_boost=3.0)
+    assert no_one.message_scores == plain.message_scores
 
 
 def test_full_topic_smoothing_gives_each_fragment_its_subtopics_score():

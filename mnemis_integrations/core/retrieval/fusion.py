@@ -1,4 +1,5 @@
-"""Fusion of the two paths: normalisation, dynamic alpha, dedupe, top-up, successors.
+"""Fusion of the two paths: relation hits graded by their match, normalisation, dynamic alpha,
+dedupe, top-up, successors.
 
 Pure functions over plain dicts and lists, each small enough to read at a glance.
 """
@@ -20,9 +21,11 @@ __all__ = [
     "alpha_for",
     "collapse_overlaps",
     "fuse",
+    "grade_by_match",
     "mmr_order",
     "normaliser",
     "place_successors",
+    "semantic_match",
     "top_up",
 ]
 
@@ -113,6 +116,35 @@ def fuse(semantic: dict[str, float], relation: dict[str, float], alpha: float) -
     """
     keys = list(dict.fromkeys(list(semantic) + list(relation)))
     return {k: alpha * semantic.get(k, 0.0) + (1 - alpha) * relation.get(k, 0.0) for k in keys}
+
+
+def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: float) -> dict[str, float]:
+    """Scale each relation score by ``(1 - weight) + weight * match`` (match in [0, 1]; none: 0).
+
+    Hop distance alone scores every node around an entity alike; this grades them by how well
+    they match the query, so only truly equal nodes tie.
+
+    >>> grade_by_match({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 0.0}, 0.5)
+    {'a': 0.5, 'b': 0.25}
+    """
+    if weight <= 0:
+        return dict(scores)
+    return {k: v * ((1 - weight) + weight * min(1.0, max(0.0, match.get(k, 0.0)))) for k, v in scores.items()}
+
+
+def semantic_match(raw: dict[str, float], ids: Iterable[str]) -> dict[str, float]:
+    """Node id -> its raw similarity min-max scaled over ``ids`` (1: the best of them; all 1 when
+    equal). ``raw``: the semantic path's; an id it did not score (outside a large graph's funnel)
+    gets no match, so :func:`grade_by_match` counts it as matching least.
+
+    >>> semantic_match({"a": 0.8, "b": 0.9, "c": 0.85}, ["a", "b"])
+    {'a': 0.0, 'b': 1.0}
+    """
+    vals = {i: raw[i] for i in ids if i in raw}
+    if not vals:
+        return {}
+    lo, hi = min(vals.values()), max(vals.values())
+    return {i: (v - lo) / (hi - lo) if hi > lo else 1.0 for i, v in vals.items()}
 
 
 def collapse_overlaps(ranked: list[str], sources: dict[str, frozenset[str]]) -> list[str]:

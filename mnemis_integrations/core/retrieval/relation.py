@@ -22,9 +22,7 @@ __all__ = [
     "DECAYS",
     "RelationResult",
     "decay",
-    "grade_by_match",
     "relation_path",
-    "semantic_match",
     "term_match",
 ]
 
@@ -63,7 +61,6 @@ class RelationResult:
     scores: dict[str, float]  # node id -> raw relation score
     distance: dict[str, int]  # node id -> nearest distance from any seed
     n_entities_in_query: int  # entities named by the query, common ones included
-    common: tuple[str, ...] = ()  # names of query entities too common to steer (e.g. the speakers)
 
 
 def _fade(st: NamespaceState, cfg: RelationConfig):
@@ -171,16 +168,14 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     )
     n_frag = fragment_count(st)
     seeds: dict[str, float] = {}
-    common = []
     for eid, quality in found.items():
         df = counts.get(eid, 0)
         if df == 0 or df / n_frag > cfg.max_entity_share:
-            common.append(st.graph.get(eid).label)
             continue  # an entity in most fragments (a speaker, say) points nowhere in particular
         # Specificity in [0, 1]: an entity in one fragment weighs 1, one in every fragment ~0.
         seeds[eid] = quality * math.log(1 + n_frag / df) / math.log(1 + n_frag)
     if not seeds:
-        return RelationResult({}, {}, {}, len(found), tuple(common))
+        return RelationResult({}, {}, {}, len(found))
     f = decay(cfg.decay)
     scores: dict[str, float] = {}
     dist: dict[str, int] = {}
@@ -200,7 +195,7 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
     if cfg.scale == "absolute":
         top = f(1) * len(seeds)
         scores = {k: min(1.0, v / top) for k, v in scores.items()}
-    return RelationResult(seeds, scores, dist, len(found), tuple(common))
+    return RelationResult(seeds, scores, dist, len(found))
 
 
 def node_words(st: NamespaceState, nid: str) -> frozenset[str]:
@@ -228,30 +223,3 @@ def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, 
             held = table[nid] = node_words(st, nid)
         out[nid] = round(len(words & held) / len(words), 6)
     return out
-
-
-def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: float) -> dict[str, float]:
-    """Scale each relation score by ``(1 - weight) + weight * match`` (match in [0, 1]).
-
-    Hop distance alone scores every node around an entity alike; this grades them by how well
-    they match the query, so only truly equal nodes tie.
-
-    >>> grade_by_match({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 0.0}, 0.5)
-    {'a': 0.5, 'b': 0.25}
-    """
-    if weight <= 0:
-        return dict(scores)
-    return {k: v * ((1 - weight) + weight * min(1.0, max(0.0, match.get(k, 0.0)))) for k, v in scores.items()}
-
-
-def semantic_match(raw: dict[str, float], ids: Iterable[str]) -> dict[str, float]:
-    """Node id -> its raw similarity min-max scaled over ``ids`` (1: the best of them; all 1 when equal).
-
-    >>> semantic_match({"a": 0.8, "b": 0.9, "c": 0.85}, ["a", "b"])
-    {'a': 0.0, 'b': 1.0}
-    """
-    vals = {i: raw[i] for i in ids if i in raw}
-    if not vals:
-        return {}
-    lo, hi = min(vals.values()), max(vals.values())
-    return {i: (v - lo) / (hi - lo) if hi > lo else 1.0 for i, v in vals.items()}

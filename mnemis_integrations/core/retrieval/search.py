@@ -17,8 +17,18 @@ from ..state import NamespaceState
 from ..temporal import status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
-from .fusion import alpha_for, collapse_overlaps, fuse, mmr_order, normaliser, place_successors, top_up
-from .relation import RelationResult, grade_by_match, node_words, relation_path, semantic_match, term_match
+from .fusion import (
+    alpha_for,
+    collapse_overlaps,
+    fuse,
+    grade_by_match,
+    mmr_order,
+    normaliser,
+    place_successors,
+    semantic_match,
+    top_up,
+)
+from .relation import RelationResult, node_words, relation_path, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
 from .scope import Scope, scope_of
@@ -107,6 +117,7 @@ class _Query:
     allowed: set[str]  # the hierarchy nodes it may return
     status: dict[str, Status]  # each allowed node's status at as_of
     scope: Scope | None  # a metadata filter's scope; None without a filter
+    speakers: frozenset[str]  # the speakers the query names
 
     @property
     def visible_key(self) -> tuple[datetime | None, bool]:
@@ -147,10 +158,12 @@ def dual_path_search(
     1. ``_visible_set``: the nodes the search may return (their status at ``as_of``, archived ones
        only with ``include_archived``), narrowed to a ``filter``'s scope; none: no hits.
     2. ``_run_paths``: the relation path (entities in the query, traversal) and the semantic path
-       (similarity, BM25, hierarchy expansion), which also takes the relation path's hits as
-       candidates and leaves its common entities out of BM25.
-    3. ``_fuse``: relation scores graded by their match to the query, both paths normalised and
-       mixed by alpha (the semantic path alone when the relation path found too little, then with a
+       (similarity, BM25 without the speakers the query names, hierarchy expansion), each from
+       the query alone: neither reads the other's result.
+    3. ``_fuse``, where the paths meet: relation hits graded by their match to the query (the
+       query's words they hold, or their semantic similarity: a hit the semantic path did not
+       score, outside a large graph's funnel, matches least), both paths normalised and mixed by
+       alpha (the semantic path alone when the relation path found too little, then with a
        recency preference), non-fragment nodes weighed down.
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
@@ -162,7 +175,10 @@ def dual_path_search(
     allowed, status, scope = _visible_set(st, as_of, include_archived, filter)
     if not allowed:
         return []
-    q = _Query(st, query, qvec, k, config, profile, as_of, include_archived, cache, allowed, status, scope)
+    speakers = _named_speakers(st, query)
+    q = _Query(
+        st, query, qvec, k, config, profile, as_of, include_archived, cache, allowed, status, scope, speakers
+    )
     rel, sem = _run_paths(q)
     fused = _fuse(q, rel, sem)
     ranked, supplemented = _rank(q, fused, sem)
@@ -186,6 +202,8 @@ def _visible_set(
 
 
 def _run_paths(q: _Query) -> tuple[RelationResult, SemanticResult]:
+    """Both paths, each from the query alone: neither reads the other's result (either could run
+    alone, or both at once), they meet in ``_fuse``."""
     cfg = q.config
     threshold = cfg.semantic.threshold if cfg.semantic.threshold is not None else q.profile.semantic_threshold
     rel = relation_path(q.st, q.text, cfg.relation, q.allowed)
@@ -196,8 +214,7 @@ def _run_paths(q: _Query) -> tuple[RelationResult, SemanticResult]:
         cfg.semantic,
         threshold,
         q.allowed,
-        lexical_skip=rel.common,
-        extra=rel.scores,
+        speakers=q.speakers,
         messages=q.scope.messages if q.scope is not None else None,
         visible_key=q.visible_key if q.scope is None else None,
     )
@@ -352,7 +369,6 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
 def _to_hits(
     q: _Query, ranking: _Ranking, fused: _Fused, rel: RelationResult, sem: SemanticResult
 ) -> list[MemoryHit]:
-    named = _named_speakers(q.st, q.text)
     hits: list[MemoryHit] = []
     prev_score = None
     for nid, score in zip(ranking.ids, ranking.scores, strict=True):
@@ -360,7 +376,7 @@ def _to_hits(
             score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
         prev_score = score
         via = _via(nid, ranking, fused, rel, sem)
-        hits.append(_hit(q, nid, score, via, fused, sem, named))
+        hits.append(_hit(q, nid, score, via, fused, sem))
     return hits
 
 
@@ -390,7 +406,6 @@ def _hit(
     via: tuple[Via, ...],
     fused: _Fused,
     sem: SemanticResult,
-    named: frozenset[str],
 ) -> MemoryHit:
     st, node = q.st, q.st.node(nid)
     path = q.cache.path(st, nid) if q.cache is not None else st.graph.hierarchy_path(nid)
@@ -400,7 +415,7 @@ def _hit(
     when = node.event_time
     if said is not None:
         when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
-    focus = _focus(st, shown, sem.message_scores, named) if node.kind == NodeKind.FRAGMENT else ()
+    focus = _focus(st, shown, sem.message_scores, q.speakers) if node.kind == NodeKind.FRAGMENT else ()
     return MemoryHit(
         node_id=nid,
         kind=node.kind.value,
