@@ -7,14 +7,11 @@ The embedded-store versions live in tests/reliability; these reuse their data an
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_falkordb_store import falkordb, store, url  # noqa: F401  (fixtures, and the import skip)
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 from test_hostile_input import INJECTIONS
 from test_isolation import NAMESPACES, WORDS, _marker
 
