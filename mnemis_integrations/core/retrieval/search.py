@@ -307,12 +307,23 @@ def _newer_first(
         return ranked
     st, out = q.st, list(ranked)
     query_words = frozenset(content_words(q.text))
+    # Each hit's subtopic, time and words are read once (the pairs to compare grow as k squared),
+    # and a fragment's words once per write version, shared with the relation path's grading.
+    known_words: dict[str, frozenset[str]] = memo(st, "node_words", None, dict)
+    placed: dict[str, tuple[str | None, datetime]] = {}  # fragment hit -> (its subtopic, its time)
+    for nid in out:
+        node = st.node(nid)
+        if node.kind == NodeKind.FRAGMENT and node.event_time is not None:
+            up = st.graph.parent(nid)
+            placed[nid] = (up.id if up is not None else None, node.event_time)
     held: dict[str, frozenset[str]] = {}
     texts: dict[str, str] = {}
 
     def words(nid: str) -> frozenset[str]:
         if nid not in held:
-            held[nid] = query_words & node_words(st, nid)
+            if nid not in known_words:
+                known_words[nid] = node_words(st, nid)
+            held[nid] = query_words & known_words[nid]
         return held[nid]
 
     def text(nid: str) -> str:
@@ -321,12 +332,12 @@ def _newer_first(
         return texts[nid]
 
     def restates(new: str, old: str) -> bool:
-        older = st.node(old)
+        where, when = placed[new]
+        older = placed.get(old)
         return (
-            older.kind == NodeKind.FRAGMENT
-            and older.event_time is not None
-            and older.event_time < st.node(new).event_time
-            and st.graph.parent(old) == st.graph.parent(new)
+            older is not None
+            and older[0] == where
+            and older[1] < when
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
             and bool(words(new) & words(old))
             and states_change(text(new), text(old))
@@ -334,8 +345,7 @@ def _newer_first(
 
     for j in range(1, len(out)):
         nid = out[j]
-        node = st.node(nid)
-        if nid in linked or node.kind != NodeKind.FRAGMENT or node.event_time is None or not words(nid):
+        if nid in linked or nid not in placed:
             continue
         above = next((i for i in range(j) if restates(nid, out[i])), None)
         if above is not None:
