@@ -36,7 +36,7 @@ def test_tool_message_shows_paths_and_keeps_documents_as_artifact():
     assert len(items) == 3 and items[0].startswith("- ")
     for item, doc in zip(items, docs, strict=True):
         assert item.removeprefix("- ").startswith(
-            f"[{doc.metadata['path_str']}] {doc.page_content.strip()[:20]}"
+            f"[{doc.metadata['path_str']}] {doc.page_content.strip().splitlines()[0][:20]}"
         )
     assert all("score" in d.metadata and "source_ids" in d.metadata for d in docs)
 
