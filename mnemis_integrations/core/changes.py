@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .text import MONTHS, WEEKDAYS
+
 __all__ = ["change_values", "has_change_cue", "stated_values", "states_change"]
 
 # Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
@@ -54,25 +56,8 @@ def has_change_cue(text: str) -> bool:
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
 _NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
-_DAY_NAMES = (
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "january",
-    "february",
-    "april",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+# "march" and "may" are also ordinary words: only their capitalised forms count (``_DAY_SHORT``).
+_DAY_NAMES = WEEKDAYS + tuple(m for m in MONTHS if m not in ("march", "may"))
 # Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
 # since "may", "sat", "wed" or "fri(end)" are also ordinary words.
 _DAY = re.compile(r"\b(?:" + "|".join(_DAY_NAMES) + r")\b", re.IGNORECASE)

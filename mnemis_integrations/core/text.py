@@ -7,6 +7,8 @@ from datetime import datetime
 from functools import lru_cache
 
 __all__ = [
+    "MONTHS",
+    "WEEKDAYS",
     "STOPWORDS",
     "content_words",
     "format_date",
@@ -25,6 +27,23 @@ _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Function words and chat fillers: they match everywhere and steer nothing.
+# Calendar words in calendar order, for the readers of dates, stated values and names.
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+
 STOPWORDS = frozenset(
     [
         "a",

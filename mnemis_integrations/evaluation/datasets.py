@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..core.text import MONTHS
 from ..errors import ConfigError
 
 __all__ = [
@@ -40,20 +41,7 @@ LOCOMO_CATEGORIES: dict[int, str] = {
     5: "adversarial",
 }
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
+_MONTHS = MONTHS
 
 
 @dataclass(frozen=True)

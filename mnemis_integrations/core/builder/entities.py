@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..model import Message
-from ..text import STOPWORDS, has_cjk, jieba_tagger, normalise_name
+from ..text import MONTHS, STOPWORDS, WEEKDAYS, has_cjk, jieba_tagger, normalise_name
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -101,25 +101,8 @@ _NOT_NAMES = frozenset(
         "tonight",
         "last",
         "next",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
+        *WEEKDAYS,
+        *MONTHS,
         "mom",
         "dad",
         "lol",
