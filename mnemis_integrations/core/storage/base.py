@@ -14,9 +14,11 @@ A namespace that does not exist has version 0.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -24,7 +26,16 @@ from ...errors import StoreError
 from ..graph import GraphChanges
 from ..model import Message
 
-__all__ = ["ConcurrentWriteError", "Delta", "GraphStore", "StoredNamespace", "message_from_row"]
+__all__ = [
+    "ConcurrentWriteError",
+    "Delta",
+    "GraphStore",
+    "StoredNamespace",
+    "message_from_row",
+    "native_errors_as_store_errors",
+]
+
+T = TypeVar("T")
 
 
 class ConcurrentWriteError(StoreError):
@@ -32,6 +43,28 @@ class ConcurrentWriteError(StoreError):
 
     The engine reloads the namespace and builds the change again; a caller sees it only if
     that keeps failing."""
+
+
+def native_errors_as_store_errors(
+    native: Callable[[], type[Exception]], describe: Callable[[Any, Exception], str]
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A decorator for a store's methods: its backend's own errors (``native()``, looked up only
+    when one is raised, so an optional client is not imported before) reach callers as
+    :class:`StoreError` with ``describe(store, error)``; a ``ConcurrentWriteError`` passes as it is."""
+
+    def decorate(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> T:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as e:
+                if isinstance(e, native()):
+                    raise StoreError(describe(self, e)) from e
+                raise
+
+        return wrapper
+
+    return decorate
 
 
 def message_from_row(

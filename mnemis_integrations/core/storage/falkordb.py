@@ -22,25 +22,27 @@ Query text is constant; every value travels as a query parameter.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
 from ...errors import StoreError
 from ..graph import edge_key
-from .base import ConcurrentWriteError, Delta, StoredNamespace, message_from_row
+from .base import (
+    ConcurrentWriteError,
+    Delta,
+    StoredNamespace,
+    message_from_row,
+    native_errors_as_store_errors,
+)
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = "2"
-T = TypeVar("T")
 _PREFIX = "mnemis:"
 _META_GRAPH = "mnemis__meta"
 _SEQ_KEY = "mnemis__write_seq"
@@ -173,21 +175,17 @@ def parse_url(url: str) -> dict:
     return out
 
 
-def _typed(method: Callable[..., T]) -> Callable[..., T]:
-    """The server's errors (no answer within the address's timeout, a dropped connection, a
-    refused query) reach callers as :class:`StoreError` naming the server, as SQLite's do;
-    a refused write stays a ``ConcurrentWriteError``."""
+def _redis_error() -> type[Exception]:
+    from redis.exceptions import RedisError
 
-    @functools.wraps(method)
-    def wrapper(self: FalkorDBStore, *args: Any, **kwargs: Any) -> T:
-        from redis.exceptions import RedisError
+    return RedisError
 
-        try:
-            return method(self, *args, **kwargs)
-        except RedisError as e:
-            raise StoreError(f"FalkorDB at {self.url!r}: {type(e).__name__}: {e}") from e
 
-    return wrapper
+# The server's errors (no answer within the address's timeout, a dropped connection, a refused
+# query) name the server.
+_typed = native_errors_as_store_errors(
+    _redis_error, lambda store, e: f"FalkorDB at {store.url!r}: {type(e).__name__}: {e}"
+)
 
 
 class FalkorDBStore:

@@ -11,29 +11,32 @@ pickle. WAL mode lets readers in other processes read while one process writes. 
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
 
 import numpy as np
 
 from ...errors import StoreError
 from ..graph import edge_key
 from ..model import Edge
-from .base import ConcurrentWriteError, Delta, StoredNamespace, message_from_row
+from .base import (
+    ConcurrentWriteError,
+    Delta,
+    StoredNamespace,
+    message_from_row,
+    native_errors_as_store_errors,
+)
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 FORMAT_VERSION = "2"
 _OPEN_ATTEMPTS = 100  # x 50 ms
@@ -59,18 +62,10 @@ CREATE TABLE IF NOT EXISTS versions (namespace TEXT PRIMARY KEY, version INTEGER
 """
 
 
-def _typed(method: Callable[..., T]) -> Callable[..., T]:
-    """SQLite's own errors (a database locked past the timeout, a damaged file) reach callers as
-    :class:`StoreError` naming the file; a refused write stays a ``ConcurrentWriteError``."""
-
-    @functools.wraps(method)
-    def wrapper(self: SQLiteStore, *args: Any, **kwargs: Any) -> T:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as e:
-            raise StoreError(f"memory store {self.path!r}: {e}") from e
-
-    return wrapper
+# SQLite's own errors (a database locked past the timeout, a damaged file) name the file.
+_typed = native_errors_as_store_errors(
+    lambda: sqlite3.Error, lambda store, e: f"memory store {store.path!r}: {e}"
+)
 
 
 class SQLiteStore:
