@@ -199,27 +199,24 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
 
 
 def node_words(st: NamespaceState, nid: str) -> frozenset[str]:
-    """A node's content words: a fragment's messages, or a parent's label and summary."""
-    node = st.graph.get(nid)
-    if node.kind == NodeKind.FRAGMENT:
-        text = " ".join(m.text for m in st.fragment_messages(nid))
-    else:
-        text = f"{node.label} {node.summary}"
-    return frozenset(content_words(text))
+    """A node's content words: a fragment's messages, or a parent's label and summary; tokenised
+    once per write version (the grading here and search's newer-first ordering both read them)."""
+    table: dict[str, frozenset[str]] = memo(st, "node_words", None, dict)
+    held = table.get(nid)
+    if held is None:
+        node = st.graph.get(nid)
+        if node.kind == NodeKind.FRAGMENT:
+            text = " ".join(m.text for m in st.fragment_messages(nid))
+        else:
+            text = f"{node.label} {node.summary}"
+        held = table[nid] = frozenset(content_words(text))
+    return held
 
 
 def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, float]:
     """Node id -> share of the query's content words its text holds (a fragment: its messages;
-    a subtopic or concept: its label and summary). On a large graph each node's words are
-    tokenised once per write version."""
+    a subtopic or concept: its label and summary)."""
     words = set(content_words(query))
     if not words:
         return dict.fromkeys(ids, 0.0)
-    table: dict[str, frozenset[str]] = memo(st, "node_words", None, dict) if is_large(st) else {}
-    out = {}
-    for nid in ids:
-        held = table.get(nid)
-        if held is None:
-            held = table[nid] = node_words(st, nid)
-        out[nid] = round(len(words & held) / len(words), 6)
-    return out
+    return {nid: round(len(words & node_words(st, nid)) / len(words), 6) for nid in ids}

@@ -307,9 +307,7 @@ def _newer_first(
         return ranked
     st, out = q.st, list(ranked)
     query_words = frozenset(content_words(q.text))
-    # Each hit's subtopic, time and words are read once (the pairs to compare grow as k squared),
-    # and a fragment's words once per write version, shared with the relation path's grading.
-    known_words: dict[str, frozenset[str]] = memo(st, "node_words", None, dict)
+    # Each hit's subtopic, time and words are read once: the pairs to compare grow as k squared.
     placed: dict[str, tuple[str | None, datetime]] = {}  # fragment hit -> (its subtopic, its time)
     for nid in out:
         node = st.node(nid)
@@ -321,9 +319,7 @@ def _newer_first(
 
     def words(nid: str) -> frozenset[str]:
         if nid not in held:
-            if nid not in known_words:
-                known_words[nid] = node_words(st, nid)
-            held[nid] = query_words & known_words[nid]
+            held[nid] = query_words & node_words(st, nid)
         return held[nid]
 
     def text(nid: str) -> str:
