@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from .text import MONTHS, WEEKDAYS
 
-__all__ = ["change_values", "has_change_cue", "stated_values", "states_change"]
+__all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated_values", "states_change"]
 
 # Words that announce that a decision or fact replaces an earlier one. Kept strict: a loose
 # cue ("now") would mark ordinary follow-ups as replacements and demote true facts. The second
@@ -52,6 +52,33 @@ def has_change_cue(text: str) -> bool:
     (True, True, False)
     """
     return bool(_CHANGE_CUES.search(text))
+
+
+_SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+# A decision settles what was open: the newest one on a matter is its current state, though it
+# names no change ("Nordwind confirmed quote v2", "合同签了"). Search reads it, the update judge does not:
+# a decision may confirm the earlier fact rather than replace it.
+_DECISION = re.compile(
+    r"\b(?:confirm(?:ed|s)?|signed|agreed|decided|settled|finali[sz]ed|locked in|booked|went with|"
+    r"chose|picked)\b|确认|签了|签约|签好|定了|定下|决定|选了|敲定",
+    re.IGNORECASE,
+)
+
+
+def states_decision(text: str) -> bool:
+    """True when the text states a decision.
+
+    >>> states_decision("Nordwind confirmed quote v2. Contract signed today!"), states_decision("合同签了")
+    (True, True)
+    >>> states_decision("Can they confirm by Friday?"), states_decision("Sent the quote")
+    (False, False)
+    """
+    return any(not asks(s) and _DECISION.search(s) for s in _SENTENCES.findall(text))
+
+
+def asks(text: str) -> bool:
+    """A question states no new value ("can we do Oct 6?"), though it may propose one."""
+    return text.rstrip().endswith(("?", "？", "吗", "呢"))
 
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.

@@ -144,6 +144,12 @@ class MemoryGraph:
             self._added_edges.pop((src, dst, key), None)
             self._removed_edges.add((src, dst, key))
 
+    def edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> Edge | None:
+        """The ``kind`` edge src -> dst (``label`` for a relation), or None."""
+        key = kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
+        data = self.g.get_edge_data(src, dst, key) if self.g.has_edge(src, dst, key) else None
+        return data["edge"] if data is not None else None
+
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
         return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from _over_time import T0, WEEKS
 
+from mnemis_integrations import MnemisMemory
 from mnemis_integrations.cli import main
+from mnemis_integrations.evaluation.scenarios import load_demo_conversation
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ["--embedder", "hashing"]
@@ -233,3 +235,14 @@ def test_demo_explains_the_conversation_and_the_hit_fields(capsys):
     assert head[0].startswith("The conversation: 29 messages over ") and "Ana" in head[0]
     assert head[1].startswith("Each hit: [score] = fused relevance") and "via = how it was found" in head[1]
     assert "status = active, superseded" in head[1]
+
+
+def test_the_demo_s_first_question_ranks_the_signed_contract_first():
+    """On the default embedder, as a newcomer runs it: "Which plan did Nordwind Foods confirm in the
+    end?" Before: the signed contract ranked 3rd, under the kick-off (Team plan) and its successor."""
+    demo = load_demo_conversation()
+    mem = MnemisMemory()
+    mem.add_messages([m.to_dict() for m in demo.messages], namespace="demo")
+    hits = mem.search(demo.queries[0], k=4, namespace="demo")
+    assert "confirm in the end" in demo.queries[0]
+    assert "Contract signed" in hits[0].text and "demo-m024" in hits[0].source_ids

@@ -9,6 +9,8 @@ from _over_time import WEEKS
 from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.maintenance.forget import split_forgotten
+from mnemis_integrations.core.maintenance.supersede import REPLACED, REPLACED_BY, supersede
+from mnemis_integrations.core.model import EdgeKind, Status
 
 SECRET = "zebra-7731"
 SECRET_ID = "m12"
@@ -177,3 +179,56 @@ def test_forgetting_a_message_keeps_overviews_and_a_renamed_concept_once_reopene
         assert len(overviews) == len(before) and before - set(held_m1) <= {n.id for n in overviews}
         assert all("m1" not in n.source_ids for n in overviews)
         assert [c.label for c in g.nodes(NodeKind.CONCEPT)].count("Curated name") == 1
+
+
+def _linked_memory():
+    """Two fragments a week apart, the later one (two messages) superseding the earlier."""
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(
+        [
+            {
+                "id": "a1",
+                "speaker": "ana",
+                "text": "The venue is the Harbor Hall.",
+                "timestamp": "2025-03-01T10:00:00",
+            },
+            {
+                "id": "c1",
+                "speaker": "li",
+                "text": "Venue moved to the Pier Loft.",
+                "timestamp": "2025-03-08T10:00:00",
+            },
+            {
+                "id": "c2",
+                "speaker": "ana",
+                "text": "Pier Loft confirmed, deposit paid.",
+                "timestamp": "2025-03-08T10:01:00",
+            },
+        ],
+        namespace="u1",
+    )
+    st = mem._states["u1"]
+    old, new = st.msg_fragment["a1"], st.msg_fragment["c1"]
+    assert old != new and st.msg_fragment["c2"] == new  # the shape this test needs
+    return mem, st, old, new
+
+
+@pytest.mark.parametrize(
+    ("replaced_by", "forgotten", "link_stays"),
+    [(("c1",), "c1", False), (("c1", "c2"), "c1", True)],
+)
+def test_forgetting_the_replacing_message_undoes_its_link(replaced_by, forgotten, link_stays):
+    mem, st, old, new = _linked_memory()
+    supersede(st.graph, old_id=old, new_id=new, when=None, replaced=("a1",), replaced_by=replaced_by)
+    mem.forget([forgotten], namespace="u1")
+    st = mem._states["u1"]
+    new = st.msg_fragment["c2"]  # a fragment whose id was made from a forgotten id is renamed
+    link = st.graph.edge(new, old, EdgeKind.UPDATES)
+    assert (link is not None) == link_stays
+    assert st.graph.get(old).status == (Status.SUPERSEDED if link_stays else Status.ACTIVE)
+    held = [e.properties for e in st.graph.edges(EdgeKind.UPDATES)]
+    assert all(forgotten not in p.get(REPLACED_BY, []) + p.get(REPLACED, []) for p in held)
+    if link_stays:
+        assert link.properties == {REPLACED: ["a1"], REPLACED_BY: ["c2"]}
+    hits = mem.search("venue", k=5, namespace="u1")
+    assert {h.status for h in hits if h.node_id == old} == {"superseded" if link_stays else "active"}

@@ -63,7 +63,7 @@ def test_search_returns_the_superseding_message_with_the_old_one(memory):
     old = next(i for i, h in enumerate(hits) if h.status == "superseded")
     assert "m5" in hits[old].source_ids and hits[old].successors
     new = next(i for i, h in enumerate(hits) if "m9" in h.source_ids)
-    assert new == old - 1  # the successor sits right above what it replaced
+    assert new < old  # the successor comes before what it replaced (newer-first may lift it further)
     assert "successor" in hits[new].via
 
 

@@ -238,7 +238,7 @@ HOW_MANY = "How many guests are coming?"
 
 def _newer_first(ranked, scores, text=HOW_MANY, tree=GUESTS, **fusion):
     q = _query(toy_state(tree), text, config=DEFAULT.with_(fusion=fusion) if fusion else DEFAULT)
-    return search._newer_first(q, ranked, scores)
+    return search._newer_first(q, ranked, scores)[0]
 
 
 def test_a_newer_hit_that_restates_an_older_one_with_a_change_goes_just_before_it():
@@ -287,9 +287,9 @@ def test_a_newer_hit_stays_where_it_ranks_unless_it_restates_the_older_with_a_ch
     assert _newer_first(ranked, scores, text, **fusion) == ranked, why
 
 
-def test_an_update_the_builder_linked_is_placed_by_its_link_not_moved_further():
-    """Plan B, linked as plan A's successor, sits right above plan A where its link puts it, not
-    above the older hit of its subtopic it also restates with a change."""
+def test_a_superseded_hit_stays_behind_its_successor_which_may_move_further():
+    """Plan B, linked as plan A's successor, also restates the older cost with a change: it goes
+    above both, and plan A stays right behind what replaced it."""
     tree = {
         "c_work": {
             "s_hosting": {
@@ -303,7 +303,39 @@ def test_an_update_the_builder_linked_is_placed_by_its_link_not_moved_further():
     q = _query(st, "What is the hosting migration plan?")
     fused = _fused({"f_cost": 0.9, "f_plan_a": 0.85, "f_plan_b": 0.8})
     ranking = search._place_successors(q, ["f_cost", "f_plan_a", "f_plan_b"], fused, [])
-    assert ranking.ids == ["f_cost", "f_plan_b", "f_plan_a"]
+    assert ranking.ids == ["f_plan_b", "f_cost", "f_plan_a"]
+    assert ranking.scores == [0.9, 0.9, 0.85]  # placed by rule: shown with the hit it went before
+
+
+SIGNED = {
+    "c_customer": {"s_kickoff": {"f_kickoff": ["Kick-off with Nordwind: they are on the Team plan today."]}},
+    "c_billing": {
+        "s_quotes": {
+            "f_quote": ["Sent Nordwind the Business plan quote."],
+            "f_signed": ["Nordwind confirmed the Business plan. Contract signed!"],
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "text, anywhere, first",
+    [
+        ("Which plan did Nordwind confirm in the end?", True, "f_signed"),
+        ("Which plan did Nordwind confirm in the end?", False, "f_kickoff"),  # another subtopic
+        ("Which plan is Nordwind on?", True, "f_kickoff"),  # does not ask for the end state
+    ],
+)
+def test_asked_for_the_end_state_a_newer_decision_goes_first_from_any_subtopic(text, anywhere, first):
+    scores = {"f_kickoff": 0.8, "f_signed": 0.6}
+    q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"newer_first_anywhere": anywhere}))
+    assert search._newer_first(q, ["f_kickoff", "f_signed"], scores)[0][0] == first
+    # a newer message with no change cue and no decision does not cross subtopics
+    q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"newer_first_anywhere": True}))
+    assert (
+        search._newer_first(q, ["f_kickoff", "f_quote"], {"f_kickoff": 0.8, "f_quote": 0.7})[0][0]
+        == "f_kickoff"
+    )
 
 
 # ------------------------------------------------------------------ 6. hits

@@ -10,7 +10,9 @@ from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.updates import FEATURES, WEIGHTS, Earlier, change_values, replaced
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
-from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
+from mnemis_integrations.core.graph import MemoryGraph
+from mnemis_integrations.core.maintenance.supersede import REPLACED, REPLACED_BY, supersede
+from mnemis_integrations.core.model import EdgeKind, Node, NodeKind, Status
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -70,6 +72,20 @@ def test_a_moved_date_supersedes_the_booking_and_nothing_else(one_at_a_time):
     g = mem.graph("u")
     demoted = [f.source_ids for f in g.nodes(NodeKind.FRAGMENT) if f.status == Status.SUPERSEDED]
     assert demoted == [["m0"]]
+    # the link names which message replaced which, so forgetting either one can undo it
+    assert [e.properties for e in g.edges(EdgeKind.UPDATES)] == [{REPLACED: ["m0"], REPLACED_BY: ["m4"]}]
+
+
+def test_links_add_up_per_message_and_a_whole_link_stays_whole():
+    g = MemoryGraph("u")
+    for i in "abc":
+        g.add_node(Node(i, NodeKind.FRAGMENT, i, "u"))
+    supersede(g, old_id="a", new_id="b", when=None, replaced=("m1",), replaced_by=("m3",))
+    supersede(g, old_id="a", new_id="b", when=None, replaced=("m2",), replaced_by=("m3",))
+    assert g.edge("b", "a", EdgeKind.UPDATES).properties == {REPLACED: ["m1", "m2"], REPLACED_BY: ["m3"]}
+    supersede(g, old_id="a", new_id="c", when=None)
+    supersede(g, old_id="a", new_id="c", when=None, replaced=("m1",), replaced_by=("m5",))
+    assert g.edge("c", "a", EdgeKind.UPDATES).properties == {}
 
 
 def test_a_change_cue_about_something_else_demotes_nothing():

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..changes import change_values, has_change_cue, stated_values
+from ..changes import asks, change_values, has_change_cue, stated_values
 from ..config import BuildConfig
 from ..maintenance.supersede import supersede
 from ..model import Message, Node, NodeKind, Status, time_order
@@ -96,11 +96,6 @@ WEIGHTS = dict(
 BIAS = -6.8802
 
 
-def _asks(text: str) -> bool:
-    """A question states no new value ("can we do Oct 6?"), though it may propose one."""
-    return text.rstrip().endswith(("?", "？", "吗", "呢"))
-
-
 @dataclass(frozen=True)
 class Earlier:
     """An earlier message seen from the new one.
@@ -155,8 +150,8 @@ def pair_features(
     f["cue_x_overlap"] = cue * of_smaller
     f["values_x_overlap"] = changed * of_smaller
     f["cue_x_cosine_z"] = cue * cos_z
-    f["new_asks"] = float(_asks(new_text))
-    f["earlier_asks"] = float(_asks(earlier.text))
+    f["new_asks"] = float(asks(new_text))
+    f["earlier_asks"] = float(asks(earlier.text))
     return f
 
 
@@ -283,7 +278,14 @@ class OfflineUpdateJudge:
             for fid in idx.holders(st, best):
                 old = g.get(fid) if g.has(fid) and fid != frag.id else None
                 if old is not None and old.kind == NodeKind.FRAGMENT and old.status == Status.ACTIVE:
-                    supersede(g, old_id=fid, new_id=frag.id, when=m.timestamp or frag.created_at)
+                    supersede(
+                        g,
+                        old_id=fid,
+                        new_id=frag.id,
+                        when=m.timestamp or frag.created_at,
+                        replaced=(best,),
+                        replaced_by=(m.id,),
+                    )
                     olds.append(fid)
         if olds:
             idx.status_changed(st, olds)

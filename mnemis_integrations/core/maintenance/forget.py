@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..builder.entities import extract_entities
 from ..builder.summarise import TOPIC_WORDS, fragment_label, headline, keywords_for, summary_line, topic_words
@@ -32,6 +32,7 @@ from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
 from ..text import content_words
 from .compaction import refresh_overview
+from .supersede import REPLACED, REPLACED_BY
 
 __all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
 
@@ -97,6 +98,7 @@ def forget_messages(
             refresh_overview(g, node)
         else:
             _rederive_fragment(st, node, cfg, n_fragments)
+    _drop_links_through(st, holders, drop, reactivated)
     _drop_relations_from(st, texts)
     removed_entities = _drop_unmentioned_entities(st, entities)
     for fid in holders:
@@ -173,12 +175,7 @@ def _remove_fragment(st: NamespaceState, fid: str, reactivated: list[str]) -> se
     g.remove_node(fid)
     st.node_vectors.remove([fid])
     for old in olds:
-        if g.has(old) and not g.successors_of(old):
-            o = g.get(old)
-            o.valid_until = None
-            if o.status == Status.SUPERSEDED:
-                o.status = Status.ACTIVE
-                reactivated.append(old)
+        _current_again_if_unreplaced(g, old, reactivated)
     remaining = set()
     for pid in ancestors:
         if not g.has(pid):
@@ -189,6 +186,41 @@ def _remove_fragment(st: NamespaceState, fid: str, reactivated: list[str]) -> se
         g.remove_node(pid)  # an emptied subtopic, archive or concept
         st.node_vectors.remove([pid])
     return remaining
+
+
+def _current_again_if_unreplaced(g: MemoryGraph, old: str, reactivated: list[str]) -> None:
+    if g.has(old) and not g.successors_of(old):
+        o = g.get(old)
+        o.valid_until = None
+        if o.status == Status.SUPERSEDED:
+            o.status = Status.ACTIVE
+            reactivated.append(old)
+
+
+def _drop_links_through(
+    st: NamespaceState, holders: set[str], drop: set[str], reactivated: list[str]
+) -> None:
+    """Forgotten ids leave the ``updates`` links that name them; a link left with no replaced or
+    no replacing message goes, and what it had superseded is current again if nothing else
+    supersedes it."""
+    g = st.graph
+    for fid in holders:
+        if not g.has(fid):
+            continue
+        for e in [*g.in_edges(fid, EdgeKind.UPDATES), *g.out_edges(fid, EdgeKind.UPDATES)]:
+            if REPLACED not in e.properties:
+                continue
+            replaced = [m for m in e.properties[REPLACED] if m not in drop]
+            by = [m for m in e.properties.get(REPLACED_BY, ()) if m not in drop]
+            if len(replaced) == len(e.properties[REPLACED]) and len(by) == len(
+                e.properties.get(REPLACED_BY, ())
+            ):
+                continue
+            g.remove_edge(e.src, e.dst, EdgeKind.UPDATES)
+            if replaced and by:
+                g.add_edge(replace(e, properties={**e.properties, REPLACED: replaced, REPLACED_BY: by}))
+            else:
+                _current_again_if_unreplaced(g, e.dst, reactivated)
 
 
 def _drop_relations_from(st: NamespaceState, texts: list[str]) -> None:

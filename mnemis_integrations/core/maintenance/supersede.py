@@ -7,12 +7,30 @@ from datetime import datetime
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Status
 
-__all__ = ["supersede"]
+__all__ = ["REPLACED", "REPLACED_BY", "supersede"]
+
+# On an ``updates`` edge: the ids of the old node's messages that the new node's messages
+# (``REPLACED_BY``) replace. Absent: the whole old node is replaced (a link made by an LLM, a
+# compaction, or before messages were recorded). A fragment holds several messages, and often
+# only one of them changes: a search shows the successor first only where the query meets that one.
+REPLACED = "replaced"
+REPLACED_BY = "replaced_by"
 
 
-def supersede(graph: MemoryGraph, *, old_id: str, new_id: str, when: datetime | None) -> None:
+def supersede(
+    graph: MemoryGraph,
+    *,
+    old_id: str,
+    new_id: str,
+    when: datetime | None,
+    replaced: tuple[str, ...] = (),
+    replaced_by: tuple[str, ...] = (),
+) -> None:
     """Record that ``new_id`` replaces ``old_id``: an ``updates`` edge new -> old, and the old
     node's status and validity end set. Idempotent.
+
+    ``replaced``: which of the old node's messages the new node's ``replaced_by`` replace; a
+    second call adds to them. Without it the link covers the whole old node, and stays so.
 
     >>> from mnemis_integrations.core.model import Node, NodeKind
     >>> g = MemoryGraph("u")
@@ -23,7 +41,15 @@ def supersede(graph: MemoryGraph, *, old_id: str, new_id: str, when: datetime | 
     """
     old = graph.get(old_id)
     graph.get(new_id)
-    graph.add_edge(Edge(new_id, old_id, EdgeKind.UPDATES, created_at=when))
+    existing = graph.edge(new_id, old_id, EdgeKind.UPDATES)
+    properties: dict = {}
+    if replaced and (existing is None or REPLACED in existing.properties):
+        before = existing.properties if existing is not None else {}
+        properties = {
+            REPLACED: sorted(set(before.get(REPLACED, ())) | set(replaced)),
+            REPLACED_BY: sorted(set(before.get(REPLACED_BY, ())) | set(replaced_by)),
+        }
+    graph.add_edge(Edge(new_id, old_id, EdgeKind.UPDATES, created_at=when, properties=properties))
     if old.status == Status.ACTIVE:
         old.status = Status.SUPERSEDED
     if when is not None and (old.valid_until is None or when < old.valid_until):

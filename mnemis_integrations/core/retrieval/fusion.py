@@ -189,11 +189,14 @@ def top_up(chosen: list[str], backup: Iterable[str], minimum: int) -> tuple[list
 def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tuple[list[str], set[str]]:
     """Put each superseded hit's current successor(s) directly before it.
 
-    Returns the new order and the ids that entered (or moved) as successors. The
-    successor ranks above what it replaced, so the reader meets the current state first.
+    Returns the new order and the ids shown as successors: those that entered or moved, and
+    those already ranked above what they replace. The successor ranks above what it replaced, so
+    the reader meets the current state first.
 
     >>> place_successors(["x", "old", "y", "new"], {"old": ["new"]})
     (['x', 'new', 'old', 'y'], {'new'})
+    >>> place_successors(["new", "x", "old"], {"old": ["new"]})
+    (['new', 'x', 'old'], {'new'})
     """
     out: list[str] = []
     placed: set[str] = set()
@@ -202,10 +205,10 @@ def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tup
         if k in placed:
             continue
         for s in successors.get(k, []):
+            moved.add(s)
             if s not in placed:
                 out.append(s)
                 placed.add(s)
-                moved.add(s)
         out.append(k)
         placed.add(k)
     return out, moved

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..changes import states_change
+from ..changes import has_change_cue, states_change, states_decision
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
@@ -290,21 +290,33 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 )
 
 
+# A question that asks for the end state names it: then the newest restatement wins wherever the
+# hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
+_ASKS_FOR_THE_END = re.compile(
+    r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
+    r"latest|by now)\b|最后|最终|现在|目前|如今|后来|到头来",
+    re.IGNORECASE,
+)
+
+
 def _newer_first(
     q: _Query, ranked: list[str], scores: dict[str, float], linked: set[str] | frozenset[str] = frozenset()
-) -> list[str]:
+) -> tuple[list[str], set[str]]:
     """Each fragment hit that restates an older fragment hit above it with a change goes just
-    before it: the current state first, also where the builder linked no update.
+    before it: the current state first, also where the builder linked no update. Returns the new
+    order and the hits moved.
 
-    "Restates with a change": same subtopic, newer, a query word in both, and the newer one states
-    a change to the older (:func:`~..changes.states_change`); only within ``fusion.newer_first``
-    of the older one's score, so a weak hit is not lifted over a strong one. Hits in ``linked``
-    (ends of an ``updates`` link) are not moved: the link places a successor right above the hit
-    it replaces, after this.
+    "Restates with a change": newer, a query word in both, only within ``fusion.newer_first`` of
+    the older one's score (a weak hit is not lifted over a strong one), and either in the same
+    subtopic with a stated change to the older (:func:`~..changes.states_change`), or, when the
+    query asks for the end state ("in the end", "now", "最后") and ``fusion.newer_first_anywhere``
+    is on, in any subtopic with a change cue or a decision of its own ("confirmed", "签了"). Hits in
+    ``linked`` (superseded hits with a successor) are not moved: their link places them, after this.
     """
     margin = q.config.fusion.newer_first
     if margin <= 0 or _ASKS_ABOUT_THE_PAST.search(q.text):
-        return ranked
+        return ranked, set()
+    anywhere = q.config.fusion.newer_first_anywhere and bool(_ASKS_FOR_THE_END.search(q.text))
     st, out = q.st, list(ranked)
     query_words = frozenset(content_words(q.text))
     # Each hit's subtopic, time and words are read once: the pairs to compare grow as k squared.
@@ -330,15 +342,18 @@ def _newer_first(
     def restates(new: str, old: str) -> bool:
         where, when = placed[new]
         older = placed.get(old)
-        return (
-            older is not None
-            and older[0] == where
-            and older[1] < when
-            and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
-            and bool(words(new) & words(old))
-            and states_change(text(new), text(old))
-        )
+        if older is None or not (anywhere or older[0] == where):
+            return False
+        if not (older[1] < when and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)):
+            return False
+        if not words(new) & words(old):
+            return False
+        if older[0] == where:
+            return states_change(text(new), text(old))
+        # Across subtopics other values are often other things: only a stated change or decision counts.
+        return has_change_cue(text(new)) or states_decision(text(new))
 
+    lifted: set[str] = set()
     for j in range(1, len(out)):
         nid = out[j]
         if nid in linked or nid not in placed:
@@ -346,7 +361,8 @@ def _newer_first(
         above = next((i for i in range(j) if restates(nid, out[i])), None)
         if above is not None:
             out.insert(above, out.pop(j))
-    return out
+            lifted.add(nid)
+    return out, lifted
 
 
 def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented: list[str]) -> _Ranking:
@@ -357,17 +373,17 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
                 succ = visible_successors(q.st.graph, nid, q.allowed)  # issue #7: newest state shown at as_of
                 if succ:
                     successors[nid] = succ
-    # A linked update is placed by its link (successor right above what it replaced): left alone here.
-    linked = set(successors).union(*successors.values())
-    ranked = _newer_first(q, ranked, fused.scores, linked)
+    # A superseded hit stays behind its successor, where its link places it, after this.
+    ranked, lifted = _newer_first(q, ranked, fused.scores, set(successors))
     ranked, moved = place_successors(ranked, successors)
 
-    # A successor placed before the hit it replaces is shown with that hit: it takes the hit's score
-    # when its own is lower. Otherwise one weak successor near the top capped every score below it
-    # (scores stay non-increasing), and the top hits of many evolution questions all read the same.
+    # A hit placed by rule before one that outscored it (a successor before the hit it replaces, a
+    # newer statement before the older one) is shown with that hit: it takes the hit's score when its
+    # own is lower. Otherwise one weak placed hit near the top capped every score below it (scores
+    # stay non-increasing), and the top hits of many evolution questions all read the same.
     shown_score = [float(fused.scores.get(nid, 0.0)) for nid in ranked]
     for i in range(len(ranked) - 2, -1, -1):
-        if ranked[i] in moved and shown_score[i] < shown_score[i + 1]:
+        if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
     return _Ranking(ranked, shown_score, supplemented, moved)
 
