@@ -264,8 +264,8 @@ def _rank(q: _Query, fused: _Fused, sem: SemanticResult) -> tuple[list[str], lis
     if fcfg.diversity > 0:
         ranked = _diversify(q, ranked, scores)
     ranked = ranked[: q.k]
-    # Supplementary recall: never fewer than min_results when the memory holds that many.
-    minimum = min(fcfg.min_results, q.k)
+    # Supplementary recall: never fewer than min_results (k by default) when the memory holds that many.
+    minimum = q.k if fcfg.min_results is None else min(fcfg.min_results, q.k)
     backup = sorted((i for i in sem.raw if i in q.allowed), key=lambda i: (-sem.raw[i], i))
     return top_up(ranked, backup, minimum)
 
