@@ -378,7 +378,11 @@ _NOT_TOPICS = frozenset(
     "celebrate change check checked come coming confirm confirms drop email emailed finish give go goes "
     "help hope leave "
     "leaving look looking mean need needs plan put said say says see send sent start started take tell told "
-    "try tried want wants wait work works worth".split()
+    "try tried want wants wait work works worth "
+    "already annoying asking actually probably maybe definitely honestly basically literally totally "
+    "exactly hopefully anyway somehow soon later lately instead ahead officially reckon reckons feel feels "
+    "felt went gone got get gets fine nearer previous considering lol "
+    "one two three four five six seven eight nine ten eleven twelve twenty hundred thousand".split()
 )
 # Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
 _NOT_TOPICS_ZH = frozenset(
@@ -394,6 +398,9 @@ _NOT_TOPICS_ZH = frozenset(
 _NOUN_TAGS = ("n", "vn", "eng")
 
 
+_POSSESSIVE = re.compile(r"'s$")
+
+
 def keyword_terms(text: str) -> list[str]:
     """The words a keyword, label or headline may use: English content words that are neither
     numbers nor past forms nor chat verbs, and Chinese whole words (jieba) that are nouns, so a
@@ -401,17 +408,20 @@ def keyword_terms(text: str) -> list[str]:
 
     >>> keyword_terms("Dana approved the 12-min talk: booked flights to Porto")
     ['dana', 'talk', 'flights', 'porto']
+    >>> keyword_terms("Already asking about her daughter's flat")
+    ['daughter', 'flat']
     >>> keyword_terms("那不铺实木了，改成SPC石塑地板")
     ['spc', '实木', '石塑', '地板']
     """
     out = [
         t
-        for t in (w.lower().replace("’", "'") for w in _WORD.findall(text))
+        for t in (_POSSESSIVE.sub("", w.lower().replace("’", "'")) for w in _WORD.findall(text))
         if t not in STOPWORDS
         and t not in _NOT_TOPICS
         and len(t) > 1
         and not any(c.isdigit() for c in t)
         and not (t.endswith("ed") and len(t) > 4)
+        and not (t.endswith("lly") and len(t) > 6)  # adverbs: "automatically", "locally"
     ]
     if has_cjk(text):
         out = [t for t in out if t.isascii()]

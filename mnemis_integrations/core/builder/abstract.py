@@ -24,7 +24,7 @@ from ..embedders import EmbedderProfile
 from ..indexes.incremental import full_group
 from ..model import Edge, EdgeKind, Message, Node, NodeKind
 from .steps import BuildReport, Segment, Unbuilt, setting
-from .summarise import TOPIC_WORDS
+from .summarise import topic_words_of
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -285,11 +285,6 @@ def _centre(st: NamespaceState, unbuilt: Unbuilt) -> np.ndarray:
     return (total - later) / max(n - k, 1)
 
 
-def _topic_words(node: Node) -> list[str]:
-    """What a fragment is about, for its parents' labels (its keywords when it was built without them)."""
-    return node.properties.get(TOPIC_WORDS) or node.keywords
-
-
 def relabel_parents(st: NamespaceState, touched: set[str]) -> None:
     """Rename the subtopics and concepts among ``touched`` from their children's words (a name
     the model or a reviewer gave stays) and refresh their keywords, summaries and times."""
@@ -304,12 +299,12 @@ def relabel_parents(st: NamespaceState, touched: set[str]) -> None:
         named = node.properties.get("named_by") in CURATED_NAMES
         if node.kind == NodeKind.CONCEPT:
             if not named:
-                words = [_ranked(st, s.id, _topic_words) for s in kids]
+                words = [_ranked(st, s.id, topic_words_of) for s in kids]
                 node.label = label_from_keywords(words, top=1, exclude=lambda k: k in speakers).title()
         else:
             if not named:
                 node.label = label_from_keywords(
-                    [_topic_words(f) for f in kids], top=2, exclude=lambda k: k in speakers
+                    [topic_words_of(f) for f in kids], top=2, exclude=lambda k: k in speakers
                 )
             node.keywords = _ranked(st, node.id, lambda f: f.keywords)
             node.summary = "; ".join(f.summary for f in kids[-3:])

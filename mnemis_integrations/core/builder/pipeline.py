@@ -32,6 +32,7 @@ from .summarise import (
     keywords_for,
     summary_line,
     topic_words,
+    topic_words_of,
 )
 from .updates import OfflineUpdateJudge
 
@@ -173,7 +174,7 @@ def _add_fragment(
     mentioned = [g.get(e.dst).label for e in g.out_edges(frag.id, EdgeKind.MENTIONS)]
     frag.summary = summary_line(all_msgs, mentioned, frag.keywords)
     frag.properties["headline"] = headline(frag.summary, cfg.headline_terms)
-    frag.label = fragment_label(frag.keywords, frag.created_at)
+    frag.label = fragment_label(topic_words_of(frag), frag.created_at)
     st.refresh_vectors([frag.id])
     rep.touched.add(frag.id)
 

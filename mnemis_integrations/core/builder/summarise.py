@@ -102,6 +102,12 @@ def headline(summary: str, items: int) -> str:
     return ", ".join([t.strip() for t in what.split(",") if t.strip()][:items])
 
 
+def topic_words_of(node: Node) -> list[str]:
+    """What a fragment is about, for its own label and its parents' (its keywords when it was built
+    without topic words)."""
+    return node.properties.get(TOPIC_WORDS) or node.keywords
+
+
 def fragment_label(keywords: list[str], when: datetime | None) -> str:
     head = ", ".join(keywords[:2]) or "conversation"
     return f"{head} ({format_date(when)})" if when else head

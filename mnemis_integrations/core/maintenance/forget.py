@@ -24,7 +24,15 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from ..builder.entities import extract_entities
-from ..builder.summarise import TOPIC_WORDS, fragment_label, headline, keywords_for, summary_line, topic_words
+from ..builder.summarise import (
+    TOPIC_WORDS,
+    fragment_label,
+    headline,
+    keywords_for,
+    summary_line,
+    topic_words,
+    topic_words_of,
+)
 from ..config import BuildConfig
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
@@ -144,7 +152,7 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragm
     if "headline" in frag.properties:
         frag.properties["headline"] = headline(frag.summary, cfg.headline_terms)
         g.touch(frag.id)
-    frag.label = fragment_label(frag.keywords, frag.created_at)
+    frag.label = fragment_label(topic_words_of(frag), frag.created_at)
 
 
 def _mentioned_entities(st: NamespaceState, msgs: list[Message]) -> set[str]:
