@@ -651,7 +651,7 @@ class MnemisMemory:
                 if hit.namespace not in states:
                     states[hit.namespace] = self._state(hit.namespace)
                 st = states[hit.namespace]
-                text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids))
+                text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
             return replace(hit, text=text, source_ids=shown, metadata=shared, message_metadata=per_message)
 

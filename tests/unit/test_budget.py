@@ -97,6 +97,13 @@ def test_a_hit_that_does_not_fit_stops_the_adding_of_later_hits():
     assert out == []
 
 
+def test_a_hit_too_long_with_its_best_messages_is_shown_with_its_best_one():
+    """Before: a first hit whose two best messages overran the budget ended the fitting, and a
+    small budget came back empty."""
+    out = fit(6, messages=2, hits=2)  # A narrowed to c, a costs 9; to c alone 5
+    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("c",))]
+
+
 def test_later_summaries_wait_until_the_later_fragments_have_their_messages_back():
     """A subtopic summary ranked among the later hits holds no message: with ``defer_summaries``
     the later fragments are shown and widened first, the summary takes what room is left."""

@@ -174,3 +174,22 @@ def test_new_messages_never_extend_an_overview_and_uncompact_keeps_them(mem):
     g = mem.graph("u1")
     placed = {m for f in g.nodes(NodeKind.FRAGMENT) for m in f.source_ids}
     assert placed == {m.id for m in mem.messages("u1")}
+
+
+def test_an_overview_hit_shows_its_matching_lines_first_under_its_dates(mem):
+    """An overview spans conversations: in conversation order, the line that answers may sit
+    anywhere in it, past what a budget keeps of its text."""
+    rep = mem.compact(before=CUTOFF, namespace="u1")
+    g = mem.graph("u1")
+    ov = max((g.get(o) for o in rep.overview_ids), key=lambda n: len(n.source_ids))
+    assert len(ov.source_ids) >= 3
+    by_id = {m.id: m for m in mem.messages("u1")}
+    target = by_id[ov.source_ids[-1]]  # said last
+    hits = mem.search(target.text, k=20, namespace="u1")
+    shown = next(h for h in hits if h.node_id == ov.id)
+    lines = shown.text.splitlines()
+    assert lines[0].startswith("[") and lines[0].endswith("] overview") and " – " in lines[0]
+    assert shown.source_ids[0] == target.id and lines[1] == f"{target.speaker}: {target.text}"
+    assert sorted(shown.source_ids) == sorted(ov.source_ids)
+    narrowed = mem.fit_to_budget([shown], 40)[0]  # the budget keeps that line
+    assert narrowed.source_ids[0] == target.id

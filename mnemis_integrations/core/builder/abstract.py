@@ -24,7 +24,7 @@ from ..embedders import EmbedderProfile
 from ..indexes.incremental import full_group
 from ..model import Edge, EdgeKind, Message, Node, NodeKind
 from .steps import BuildReport, Segment, Unbuilt, setting
-from .summarise import topic_words_of
+from .summarise import shared_words, topic_words_of
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -299,14 +299,14 @@ def relabel_parents(st: NamespaceState, touched: set[str]) -> None:
         named = node.properties.get("named_by") in CURATED_NAMES
         if node.kind == NodeKind.CONCEPT:
             if not named:
-                words = [_ranked(st, s.id, topic_words_of) for s in kids]
+                words = [shared_words(g.children(s.id), topic_words_of) for s in kids]
                 node.label = label_from_keywords(words, top=1, exclude=lambda k: k in speakers).title()
         else:
             if not named:
                 node.label = label_from_keywords(
                     [topic_words_of(f) for f in kids], top=2, exclude=lambda k: k in speakers
                 )
-            node.keywords = _ranked(st, node.id, lambda f: f.keywords)
+            node.keywords = shared_words(kids, lambda f: f.keywords)
             node.summary = "; ".join(f.summary for f in kids[-3:])
         times = [k.event_time for k in kids if k.event_time]
         if times:
@@ -315,13 +315,3 @@ def relabel_parents(st: NamespaceState, touched: set[str]) -> None:
     # build index: the targets of the touched nodes' updates leave the active set.
     idx.status_changed(st, [e.dst for n in touched if g.has(n) for e in g.out_edges(n, EdgeKind.UPDATES)])
     idx.settle(st)
-
-
-def _ranked(st: NamespaceState, sid: str, words_of: Callable[[Node], list[str]]) -> list[str]:
-    """The words of a subtopic's fragments (``words_of``), the most shared first (earlier ranks
-    weigh more)."""
-    c: Counter = Counter()
-    for f in st.graph.children(sid):
-        for r, kw in enumerate(words_of(f)):
-            c[kw] += 1.0 / (1 + r)
-    return [k for k, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[:6]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -106,6 +106,21 @@ def topic_words_of(node: Node) -> list[str]:
     """What a fragment is about, for its own label and its parents' (its keywords when it was built
     without topic words)."""
     return node.properties.get(TOPIC_WORDS) or node.keywords
+
+
+def shared_words(nodes: Iterable[Node], words_of: Callable[[Node], list[str]], top: int = 6) -> list[str]:
+    """The ``top`` words of ``nodes`` (``words_of`` each), the most shared first: a word's earlier
+    ranks weigh more.
+
+    >>> shared_words([Node("a", "fragment", "", "u", keywords=["tiles", "grout"]),
+    ...               Node("b", "fragment", "", "u", keywords=["grout"])], lambda n: n.keywords)
+    ['grout', 'tiles']
+    """
+    c: Counter = Counter()
+    for n in nodes:
+        for r, w in enumerate(words_of(n)):
+            c[w] += 1.0 / (1 + r)
+    return [w for w, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[:top]]
 
 
 def fragment_label(keywords: list[str], when: datetime | None) -> str:

@@ -16,10 +16,10 @@ result and rebuilds the derived indexes (no embedding: overview vectors are cent
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..builder.summarise import shared_words, topic_words_of
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, STATUS_BEFORE, is_overview
@@ -154,17 +154,14 @@ def _archive_node(graph: MemoryGraph, sub: Node, when: datetime | None) -> str:
 
 def _overview_fields(members: list[Node]) -> dict:
     """An overview's text and times, derived from its members (also after one of them changed)."""
-    kw: Counter = Counter()
-    for f in members:
-        for r, k in enumerate(f.keywords):
-            kw[k] += 1.0 / (1 + r)
-    keywords = [k for k, _ in sorted(kw.items(), key=lambda x: (-x[1], x[0]))[:6]]
+    keywords = shared_words(members, lambda f: f.keywords)
+    topics = shared_words(members, topic_words_of)  # nouns and whole words, for the names a reader sees
     start = min((f.created_at for f in members if f.created_at), default=None)
     end = max((f.event_time for f in members if f.event_time), default=None)
     span = " – ".join(dict.fromkeys(format_date(t) for t in (start, end) if t))
     return {
-        "label": f"overview {', '.join(keywords[:2])}".strip(),
-        "summary": f"Overview of {len(members)} conversations ({span}): {', '.join(keywords)}",
+        "label": f"overview {', '.join(topics[:2])}".strip(),
+        "summary": f"Overview of {len(members)} conversations ({span}): {', '.join(topics)}",
         "keywords": keywords,
         "source_ids": list(dict.fromkeys(m for f in members for m in f.source_ids)),
         "created_at": start,

@@ -63,10 +63,11 @@ def fit_to_budget(
         return True
 
     def add_hits(indexes: Iterable[int], messages: int) -> bool:
-        """Show these hits, each narrowed to ``messages``, until one does not fit (then False)."""
+        """Show these hits, each narrowed to ``messages`` (to its best one if that is too long),
+        until one does not fit (then False)."""
         for i in indexes:
             ids = list(hits[i].focus[:messages]) if narrowable(i) else None
-            if not attempt(i, ids):
+            if not attempt(i, ids) and not (ids is not None and len(ids) > 1 and attempt(i, ids[:1])):
                 return False
         return True
 

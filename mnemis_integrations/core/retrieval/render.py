@@ -7,6 +7,7 @@ from datetime import datetime
 
 from ..model import Node, NodeKind
 from ..state import NamespaceState
+from ..temporal import is_overview
 from ..text import format_date
 
 __all__ = ["memory_block", "memory_line", "render"]
@@ -18,13 +19,16 @@ def render(
     path: list[str] | tuple[str, ...],
     only: Collection[str] | None = None,
     as_of: datetime | None = None,
+    order: Sequence[str] = (),
 ) -> tuple[str, tuple[str, ...]]:
     """(text, source ids shown in it).
 
     A fragment gives its dated summary line and the raw messages it covers (with ``only``:
-    just those of them, still in conversation order); a subtopic or concept gives its path
-    and the summaries beneath it (no raw text, so no source ids). With ``as_of``, a subtopic
-    sums up only the fragments complete by then, so a time-travel answer shows no later text.
+    just those of them, still in conversation order). A compaction overview spans several
+    conversations: it gives their dates and its messages in ``order`` (the search's focus, best
+    match first), so a reader meets the lines that answer before the rest. A subtopic or concept
+    gives its path and the summaries beneath it (no raw text, so no source ids). With ``as_of``, a
+    subtopic sums up only the fragments complete by then, so a time-travel answer shows no later text.
     """
     if node.kind == NodeKind.FRAGMENT:
         msgs = st.fragment_messages(node.id)
@@ -33,6 +37,14 @@ def render(
         when = format_date(msgs[0].timestamp) if msgs and msgs[0].timestamp else ""
         # An offline fragment shows its short headline; a model-written summary is shown whole.
         line = node.properties.get("headline", node.summary)
+        if is_overview(node):
+            times = [m.timestamp for m in msgs if m.timestamp]
+            when = (
+                " – ".join(dict.fromkeys(format_date(t) for t in (min(times), max(times)))) if times else ""
+            )
+            line = "overview"
+            rank = {m: i for i, m in enumerate(order)}
+            msgs = sorted(msgs, key=lambda m: rank.get(m.id, len(rank)))
         head = f"[{when}] {line}".strip() if when else line
         lines = [head] + [f"{m.speaker}: {m.text}" for m in msgs]
         return "\n".join(lines), tuple(m.id for m in msgs)

@@ -14,7 +14,7 @@ from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
 from ..model import NodeKind, Status
 from ..state import NamespaceState
-from ..temporal import status_at, visible_successors
+from ..temporal import is_overview, status_at, visible_successors
 from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import (
@@ -432,7 +432,10 @@ def _hit(
     st, node = q.st, q.st.node(nid)
     path = q.cache.path(st, nid) if q.cache is not None else st.graph.hierarchy_path(nid)
     said = _said_by(st, node, q.as_of) if q.scope is None else q.scope.shown(node)
-    text, shown = render(st, node, path, only=said, as_of=q.as_of)
+    order: tuple[str, ...] = ()
+    if is_overview(node):  # its messages span conversations: the best-matching ones are shown first
+        order = _focus(st, tuple(node.source_ids), sem.message_scores, q.speakers)
+    text, shown = render(st, node, path, only=said, as_of=q.as_of, order=order)
     shared, per_message = metadata_of(st.messages[m] for m in shown)
     when = node.event_time
     if said is not None:
