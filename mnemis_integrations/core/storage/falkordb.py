@@ -124,7 +124,7 @@ _Q_UPGRADE_1 = (
 # of format 3. Only elements not moved yet are touched, so a run cut short can run again.
 _Q_UPGRADE_2 = (
     "MATCH (n:Node) WHERE n.data IS NOT NULL "
-    "CREATE (n)-[:STATE {status: n.status, data: n.data}]->(n) SET n.status = NULL, n.data = NULL "
+    "CREATE (n)-[:STATE {id: n.id, status: n.status, data: n.data}]->(n) SET n.status = NULL, n.data = NULL "
     "WITH count(*) AS _n "
     "MATCH (v:Meta {key: 'version'}) WHERE v.value IS NOT NULL "
     "CREATE (v)-[:VERSION {value: v.value}]->(v) SET v.value = NULL"
