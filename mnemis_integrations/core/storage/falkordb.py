@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -121,15 +122,19 @@ _Q_UPGRADE_1 = (
     "e.key = CASE WHEN e.kind = 'relation' THEN 'relation:' + e.label ELSE e.kind END"
 )
 # Format 2 kept a node's status and JSON, and the version, on nodes: move them to the self-loops
-# of format 3. Only elements not moved yet are touched, so a run cut short can run again.
+# of format 3. Only elements not moved yet are touched, so a run cut short can run again. One
+# attribute is cleared per SET clause: FalkorDB 4.16 clears the wrong ones when one SET clears two.
 _Q_UPGRADE_2 = (
     "MATCH (n:Node) WHERE n.data IS NOT NULL "
-    "CREATE (n)-[:STATE {id: n.id, status: n.status, data: n.data}]->(n) SET n.status = NULL, n.data = NULL "
-    "WITH count(*) AS _n "
+    "CREATE (n)-[:STATE {id: n.id, status: n.status, data: n.data}]->(n) "
+    "WITH n SET n.data = NULL WITH n SET n.status = NULL WITH count(*) AS _n "
     "MATCH (v:Meta {key: 'version'}) WHERE v.value IS NOT NULL "
     "CREATE (v)-[:VERSION {value: v.value}]->(v) SET v.value = NULL"
 )
 _UPGRADES = {"1": (_Q_UPGRADE_1, _Q_UPGRADE_2), "2": (_Q_UPGRADE_2,)}
+_Q_INDEXES_BUILDING = (
+    "CALL db.indexes() YIELD status WITH status WHERE status <> 'OPERATIONAL' RETURN count(*)"
+)
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
 # hierarchy node within ``h`` hops over the allowed edge kinds, both directions. A hop bound
 # cannot be a parameter in a variable-length pattern, so there is one constant query per bound.
@@ -241,6 +246,11 @@ class FalkorDBStore:
             for ns in self.namespaces():
                 for query in _UPGRADES[version]:
                     self._db.select_graph(_PREFIX + ns).query(query)
+                # An index made on a graph that has data fills in the background; a write that
+                # looked a STATE edge up before it is filled would not find it.
+                graph = self._graph(ns)
+                while graph.ro_query(_Q_INDEXES_BUILDING).result_set[0][0]:
+                    time.sleep(0.05)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(
