@@ -6,14 +6,16 @@ Layout of the graph ``mnemis:<namespace>``:
   the caller's flat dict as JSON (absent when empty); ``vec`` is the float32
   vector, base64 (reading FalkorDB ``vecf32`` values back costs ~1 ms per vector in the client,
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
-- ``(:Node {id, kind, ord})-[:STATE {status, data}]->(itself)`` and
+- ``(:Node {id, kind, ord})-[:STATE {id, status, data}]->(itself)`` and
   ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``: the memory graph as a real graph
   (traversable in Cypher), each element also holding its JSON; ``ord`` keeps the order elements
   were made in. What a write changes on a node (its JSON, its status) lives on the node's
   ``STATE`` self-loop, not on the node: FalkorDB commits a SET on a node only after syncing its
   node-label matrix, which costs as much as the graph is large whenever nodes were created since
-  the last sync (every add creates its message); a SET on an edge does not. ``kind`` is read by
-  the traversal, so it stays on the node, rewritten only when it differs;
+  the last sync (every add creates its message); a SET on an edge does not. A write finds the
+  self-loop through an edge index on its ``id``: reaching it by traversal would sync the
+  ``STATE`` matrix, as costly once nodes were made. ``kind`` is read by the traversal, so it
+  stays on the node, rewritten only when it differs;
 - ``(:Meta {key: "version"})-[:VERSION {value}]->(itself)``: the namespace's version (on an edge
   for the same reason).
 
