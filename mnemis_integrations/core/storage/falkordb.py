@@ -6,16 +6,15 @@ Layout of the graph ``mnemis:<namespace>``:
   the caller's flat dict as JSON (absent when empty); ``vec`` is the float32
   vector, base64 (reading FalkorDB ``vecf32`` values back costs ~1 ms per vector in the client,
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
-- ``(:Node {id, kind, ord})-[:STATE {id, status, data}]->(itself)`` and
-  ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``: the memory graph as a real graph
-  (traversable in Cypher), each element also holding its JSON; ``ord`` keeps the order elements
-  were made in. What a write changes on a node (its JSON, its status) lives on the node's
-  ``STATE`` self-loop, not on the node: FalkorDB commits a SET on a node only after syncing its
-  node-label matrix, which costs as much as the graph is large whenever nodes were created since
-  the last sync (every add creates its message); a SET on an edge does not. A write finds the
-  self-loop through an edge index on its ``id``: reaching it by traversal would sync the
-  ``STATE`` matrix, as costly once nodes were made. ``kind`` is read by the traversal, so it
-  stays on the node, rewritten only when it differs;
+- ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
+  the memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
+  ``ord`` keeps the order elements were made in. A node written again keeps its new status and
+  JSON on a ``(:Node)-[:STATE {id, status, data}]->(itself)`` self-loop, which then wins over the
+  node's own (stale) ones: FalkorDB commits a SET on a node only after syncing its node-label
+  matrix, which costs as much as the graph is large whenever nodes were created since the last
+  sync (every add creates its message); a SET on an edge does not. A write finds the self-loop
+  through an edge index on its ``id``: reaching it by traversal would sync the ``STATE`` matrix,
+  as costly. ``kind`` is read by the traversal, so it stays on the node, set only when it differs;
 - ``(:Meta {key: "version"})-[:VERSION {value}]->(itself)``: the namespace's version (on an edge
   for the same reason).
 
@@ -32,7 +31,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import time
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -61,7 +59,7 @@ _Q_META_GET = "MATCH (m:Meta {key: $key}) RETURN m.value"
 _Q_META_SET = "MERGE (m:Meta {key: $key}) SET m.value = $value"
 _Q_VERSION = "MATCH (:Meta {key: 'version'})-[v:VERSION]->() RETURN v.value"
 _Q_DIM = "MATCH (m:Message) RETURN m.vec LIMIT 1"
-_Q_NODES = "MATCH (n:Node)-[s:STATE]->(n) RETURN s.data ORDER BY n.ord"
+_Q_NODES = "MATCH (n:Node) OPTIONAL MATCH (n)-[s:STATE]->(n) RETURN coalesce(s.data, n.data) ORDER BY n.ord"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
 _Q_MESSAGES = (
     "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec, m.metadata ORDER BY m.seq"
@@ -94,9 +92,10 @@ OPTIONAL MATCH (n:Node {{id: nd.id}})
 OPTIONAL MATCH ()-[s:STATE {{id: nd.id}}]->()
 WITH nd, n, s
 FOREACH (_ IN CASE WHEN n IS NULL THEN [1] ELSE [] END |
-  CREATE (new:Node {{id: nd.id, ord: nd.ord, kind: nd.kind}})
-         -[:STATE {{id: nd.id, status: nd.status, data: nd.data}}]->(new))
+  CREATE (:Node {{id: nd.id, ord: nd.ord, kind: nd.kind, status: nd.status, data: nd.data}}))
 FOREACH (_ IN CASE WHEN n.kind <> nd.kind THEN [1] ELSE [] END | SET n.kind = nd.kind)
+FOREACH (_ IN CASE WHEN n IS NOT NULL AND s IS NULL THEN [1] ELSE [] END |
+  CREATE (n)-[:STATE {{id: nd.id, status: nd.status, data: nd.data}}]->(n))
 FOREACH (_ IN CASE WHEN s IS NULL THEN [] ELSE [1] END | SET s.status = nd.status, s.data = nd.data)
 WITH count(*) AS _n
 {_OK}
@@ -123,20 +122,14 @@ _Q_UPGRADE_1 = (
     "MATCH ()-[e:EDGE]->() SET e.ord = id(e), "
     "e.key = CASE WHEN e.kind = 'relation' THEN 'relation:' + e.label ELSE e.kind END"
 )
-# Format 2 kept a node's status and JSON, and the version, on nodes: move them to the self-loops
-# of format 3. Only elements not moved yet are touched, so a run cut short can run again. One
-# attribute is cleared per SET clause: FalkorDB 4.16 clears the wrong ones when one SET clears two.
+# Format 2 kept the version on the Meta node: move it to the self-loop of format 3 (its nodes are
+# format 3 nodes never written again). A graph already moved is left alone, so a run cut short can
+# run again.
 _Q_UPGRADE_2 = (
-    "MATCH (n:Node) WHERE n.data IS NOT NULL "
-    "CREATE (n)-[:STATE {id: n.id, status: n.status, data: n.data}]->(n) "
-    "WITH n SET n.data = NULL WITH n SET n.status = NULL WITH count(*) AS _n "
     "MATCH (v:Meta {key: 'version'}) WHERE v.value IS NOT NULL "
     "CREATE (v)-[:VERSION {value: v.value}]->(v) SET v.value = NULL"
 )
 _UPGRADES = {"1": (_Q_UPGRADE_1, _Q_UPGRADE_2), "2": (_Q_UPGRADE_2,)}
-_Q_INDEXES_BUILDING = (
-    "CALL db.indexes() YIELD status WITH status WHERE status <> 'OPERATIONAL' RETURN count(*)"
-)
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
 # hierarchy node within ``h`` hops over the allowed edge kinds, both directions. A hop bound
 # cannot be a parameter in a variable-length pattern, so there is one constant query per bound.
@@ -248,11 +241,6 @@ class FalkorDBStore:
             for ns in self.namespaces():
                 for query in _UPGRADES[version]:
                     self._db.select_graph(_PREFIX + ns).query(query)
-                # An index made on a graph that has data fills in the background; a write that
-                # looked a STATE edge up before it is filled would not find it.
-                graph = self._graph(ns)
-                while graph.ro_query(_Q_INDEXES_BUILDING).result_set[0][0]:
-                    time.sleep(0.05)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(
