@@ -295,8 +295,9 @@ def test_a_server_that_never_answers_is_an_error_after_the_address_timeout():
 
 
 def test_a_format_2_graph_is_converted_on_open(url, store):
-    """Format 2 kept a node's JSON and the version on nodes; format 3 keeps them on self-loop
-    edges. A store opened on format 2 data moves them and reads and writes the same graph."""
+    """Format 2 kept the version on a node and rewrote nodes in place; format 3 keeps the version,
+    and a rewritten node's JSON, on self-loop edges. A store opened on format 2 data moves the
+    version, reads the same graph, and a rewrite of an old node wins over the JSON it had."""
     import json
 
     from mnemis_integrations.core.graph import GraphChanges, MemoryGraph, edge_key
@@ -349,9 +350,12 @@ def test_a_format_2_graph_is_converted_on_open(url, store):
     loaded = upgraded.load("u1", 4)
     assert loaded.version == 7 and upgraded.version("u1") == 7
     assert MemoryGraph.from_data(loaded.graph).to_data() == g.to_data()
-    # the moved JSON is the one a write finds and replaces, not a second copy beside it
+    # the rewritten node reads back changed, once (not beside its old JSON)
     changed = Node("f0", NodeKind.FRAGMENT, "F0", "u1", summary="changed", source_ids=["m0"])
     v = upgraded.write("u1", Delta(GraphChanges(nodes=[changed])), 7)
     assert v > 7 and upgraded.version("u1") == v
     assert sorted(n["summary"] for n in upgraded.load("u1", 4).graph["nodes"]) == ["", "changed"]
+    again = Node("f0", NodeKind.FRAGMENT, "F0", "u1", summary="again", source_ids=["m0"])
+    upgraded.write("u1", Delta(GraphChanges(nodes=[again])), v)
+    assert sorted(n["summary"] for n in upgraded.load("u1", 4).graph["nodes"]) == ["", "again"]
     upgraded.close()
