@@ -292,3 +292,70 @@ def test_a_server_that_never_answers_is_an_error_after_the_address_timeout():
     listener.close()
     for conn in held:
         conn.close()
+
+
+def test_a_format_2_graph_is_converted_on_open(url, store):
+    """Format 2 kept the version on a node and rewrote nodes in place; format 3 keeps the version,
+    and a rewritten node's JSON, on self-loop edges. A store opened on format 2 data moves the
+    version, reads the same graph, and a rewrite of an old node wins over the JSON it had."""
+    import json
+
+    from mnemis_integrations.core.graph import GraphChanges, MemoryGraph, edge_key
+    from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind, Status
+    from mnemis_integrations.core.storage.base import Delta
+    from mnemis_integrations.core.storage.falkordb import FORMAT_VERSION, FalkorDBStore, parse_url
+
+    g = MemoryGraph("u1")
+    g.add_node(Node("f0", NodeKind.FRAGMENT, "F0", "u1", summary="kept", source_ids=["m0"]))
+    g.add_node(Node("e", NodeKind.ENTITY, "Acme", "u1", status=Status.ARCHIVED))
+    g.add_edge(Edge("f0", "e", EdgeKind.MENTIONS))
+    db = falkordb.FalkorDB(**parse_url(url))
+    db.select_graph("mnemis__meta").query("MERGE (m:Meta {key: 'format_version'}) SET m.value = '2'")
+    old = db.select_graph("mnemis:u1")
+    nodes = [
+        {
+            "id": n.id,
+            "kind": n.kind.value,
+            "status": n.status.value,
+            "ord": i,
+            "data": json.dumps(n.to_dict()),
+        }
+        for i, n in enumerate(g.nodes())
+    ]
+    edges = [
+        {
+            "src": e.src,
+            "dst": e.dst,
+            "key": edge_key(e)[2],
+            "kind": e.kind.value,
+            "data": json.dumps(e.to_dict()),
+        }
+        for e in g.edges()
+    ]
+    old.query(
+        "UNWIND $nodes AS nd "
+        "CREATE (:Node {id: nd.id, kind: nd.kind, status: nd.status, ord: nd.ord, data: nd.data})",
+        {"nodes": nodes},
+    )
+    old.query(
+        "UNWIND $edges AS ed MATCH (a:Node {id: ed.src}), (b:Node {id: ed.dst}) "
+        "CREATE (a)-[:EDGE {key: ed.key, kind: ed.kind, label: '', ord: 0, data: ed.data}]->(b)",
+        {"edges": edges},
+    )
+    old.query("CREATE (:Meta {key: 'version', value: 7})")
+    db.connection.set("mnemis__write_seq", 7)  # the store-wide version sequence had reached it
+
+    upgraded = FalkorDBStore(url)
+    assert upgraded.get_meta("format_version") == FORMAT_VERSION != "2"
+    loaded = upgraded.load("u1", 4)
+    assert loaded.version == 7 and upgraded.version("u1") == 7
+    assert MemoryGraph.from_data(loaded.graph).to_data() == g.to_data()
+    # the rewritten node reads back changed, once (not beside its old JSON)
+    changed = Node("f0", NodeKind.FRAGMENT, "F0", "u1", summary="changed", source_ids=["m0"])
+    v = upgraded.write("u1", Delta(GraphChanges(nodes=[changed])), 7)
+    assert v > 7 and upgraded.version("u1") == v
+    assert sorted(n["summary"] for n in upgraded.load("u1", 4).graph["nodes"]) == ["", "changed"]
+    again = Node("f0", NodeKind.FRAGMENT, "F0", "u1", summary="again", source_ids=["m0"])
+    upgraded.write("u1", Delta(GraphChanges(nodes=[again])), v)
+    assert sorted(n["summary"] for n in upgraded.load("u1", 4).graph["nodes"]) == ["", "again"]
+    upgraded.close()

@@ -8,8 +8,15 @@ Layout of the graph ``mnemis:<namespace>``:
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
 - ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
   the memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
-  ``ord`` keeps the order elements were made in;
-- ``(:Meta {key: "version", value})``: the namespace's version.
+  ``ord`` keeps the order elements were made in. A node written again keeps its new status and
+  JSON on a ``(:Node)-[:STATE {id, status, data}]->(itself)`` self-loop, which then wins over the
+  node's own (stale) ones: FalkorDB commits a SET on a node only after syncing its node-label
+  matrix, which costs as much as the graph is large whenever nodes were created since the last
+  sync (every add creates its message); a SET on an edge does not. A write finds the self-loop
+  through an edge index on its ``id``: reaching it by traversal would sync the ``STATE`` matrix,
+  as costly. ``kind`` is read by the traversal, so it stays on the node, set only when it differs;
+- ``(:Meta {key: "version"})-[:VERSION {value}]->(itself)``: the namespace's version (on an edge
+  for the same reason).
 
 Every write is one Cypher query, which FalkorDB runs atomically: it applies a delta (MERGE or
 DELETE of just the elements that changed) only if the namespace is still at the version the
@@ -42,7 +49,7 @@ __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 _PREFIX = "mnemis:"
 _META_GRAPH = "mnemis__meta"
 _SEQ_KEY = "mnemis__write_seq"
@@ -50,9 +57,9 @@ _ORD_STEP = 1 << 20  # element order: version * step + position in the write
 
 _Q_META_GET = "MATCH (m:Meta {key: $key}) RETURN m.value"
 _Q_META_SET = "MERGE (m:Meta {key: $key}) SET m.value = $value"
-_Q_VERSION = "MATCH (v:Meta {key: 'version'}) RETURN v.value"
+_Q_VERSION = "MATCH (:Meta {key: 'version'})-[v:VERSION]->() RETURN v.value"
 _Q_DIM = "MATCH (m:Message) RETURN m.vec LIMIT 1"
-_Q_NODES = "MATCH (n:Node) RETURN n.data ORDER BY n.ord"
+_Q_NODES = "MATCH (n:Node) OPTIONAL MATCH (n)-[s:STATE]->(n) RETURN coalesce(s.data, n.data) ORDER BY n.ord"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
 _Q_MESSAGES = (
     "MATCH (m:Message) RETURN m.id, m.speaker, m.text, m.timestamp, m.seq, m.vec, m.metadata ORDER BY m.seq"
@@ -63,7 +70,9 @@ _Q_MESSAGES = (
 # The write happens only if the namespace is still at ``$expected``; that test, ``ok``, is read
 # again after each aggregation (nothing changes the version before the last clause), so a
 # refused write touches nothing and returns false: a compare-and-swap inside one atomic query.
-_OK = "OPTIONAL MATCH (cur:Meta {key: 'version'}) WITH coalesce(cur.value, 0) = $expected AS ok"
+_OK = (
+    "OPTIONAL MATCH (:Meta {key: 'version'})-[cur:VERSION]->() WITH coalesce(cur.value, 0) = $expected AS ok"
+)
 _Q_WRITE = f"""
 {_OK}
 UNWIND CASE WHEN ok THEN $removed_nodes ELSE [] END AS rid
@@ -80,11 +89,14 @@ WITH count(*) AS _rm
 {_OK}
 UNWIND CASE WHEN ok THEN $nodes ELSE [] END AS nd
 OPTIONAL MATCH (n:Node {{id: nd.id}})
-WITH nd, n
+OPTIONAL MATCH ()-[s:STATE {{id: nd.id}}]->()
+WITH nd, n, s
 FOREACH (_ IN CASE WHEN n IS NULL THEN [1] ELSE [] END |
   CREATE (:Node {{id: nd.id, ord: nd.ord, kind: nd.kind, status: nd.status, data: nd.data}}))
-FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END |
-  SET n.kind = nd.kind, n.status = nd.status, n.data = nd.data)
+FOREACH (_ IN CASE WHEN n.kind <> nd.kind THEN [1] ELSE [] END | SET n.kind = nd.kind)
+FOREACH (_ IN CASE WHEN n IS NOT NULL AND s IS NULL THEN [1] ELSE [] END |
+  CREATE (n)-[:STATE {{id: nd.id, status: nd.status, data: nd.data}}]->(n))
+FOREACH (_ IN CASE WHEN s IS NULL THEN [] ELSE [1] END | SET s.status = nd.status, s.data = nd.data)
 WITH count(*) AS _n
 {_OK}
 UNWIND CASE WHEN ok THEN $edges ELSE [] END AS ed
@@ -100,7 +112,8 @@ CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, times
 WITH count(*) AS _m
 {_OK}
 MERGE (v:Meta {{key: 'version'}})
-SET v.value = CASE WHEN ok THEN $new ELSE v.value END
+MERGE (v)-[c:VERSION]->(v)
+SET c.value = CASE WHEN ok THEN $new ELSE c.value END
 RETURN ok
 """
 # Format 1 had no edge keys and no element order: give every element both.
@@ -109,6 +122,14 @@ _Q_UPGRADE_1 = (
     "MATCH ()-[e:EDGE]->() SET e.ord = id(e), "
     "e.key = CASE WHEN e.kind = 'relation' THEN 'relation:' + e.label ELSE e.kind END"
 )
+# Format 2 kept the version on the Meta node: move it to the self-loop of format 3 (its nodes are
+# format 3 nodes never written again). A graph already moved is left alone, so a run cut short can
+# run again.
+_Q_UPGRADE_2 = (
+    "MATCH (v:Meta {key: 'version'}) WHERE v.value IS NOT NULL "
+    "CREATE (v)-[:VERSION {value: v.value}]->(v) SET v.value = NULL"
+)
+_UPGRADES = {"1": (_Q_UPGRADE_1, _Q_UPGRADE_2), "2": (_Q_UPGRADE_2,)}
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
 # hierarchy node within ``h`` hops over the allowed edge kinds, both directions. A hop bound
 # cannot be a parameter in a variable-length pattern, so there is one constant query per bound.
@@ -215,10 +236,11 @@ class FalkorDBStore:
         if version is None:
             logger.debug("initialised FalkorDB memory at %r", url)
             self.set_meta("format_version", FORMAT_VERSION)
-        elif version == "1":
-            logger.info("upgrading FalkorDB memory at %r from format 1 to %s", url, FORMAT_VERSION)
+        elif version in _UPGRADES:
+            logger.info("upgrading FalkorDB memory at %r from format %s to %s", url, version, FORMAT_VERSION)
             for ns in self.namespaces():
-                self._db.select_graph(_PREFIX + ns).query(_Q_UPGRADE_1)
+                for query in _UPGRADES[version]:
+                    self._db.select_graph(_PREFIX + ns).query(query)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(
@@ -242,9 +264,13 @@ class FalkorDBStore:
         name = _PREFIX + namespace
         g = self._db.select_graph(name)
         if name not in self._indexed:
-            for label in ("Node", "Message"):
+            for create, label in (
+                (g.create_node_range_index, "Node"),
+                (g.create_node_range_index, "Message"),
+                (g.create_edge_range_index, "STATE"),
+            ):
                 try:
-                    g.create_node_range_index(label, "id")
+                    create(label, "id")
                 except Exception as e:  # already there
                     if "already indexed" not in str(e).lower():
                         raise
