@@ -177,6 +177,51 @@ def test_forget_rewrites_the_namespace(url, store):
     assert all("Miso" not in h.text for h in again.search("Miso the cat", k=5, namespace="u1"))
 
 
+def test_forget_leaves_no_copy_of_the_text_on_the_server(url, store):
+    """Format 3 keeps a rewritten node's new JSON on a STATE self-loop and its first JSON on the
+    node: the first one quoted the forgotten message (its id, its words) until forget cleared it."""
+    mem = _memory(url)
+    mem.add_messages(
+        [
+            {
+                "id": "a0",
+                "speaker": "ana",
+                "text": "Server room notes for today.",
+                "timestamp": "2025-03-01T10:00:00",
+            },
+            {
+                "id": "a1",
+                "speaker": "ana",
+                "text": "The vault code zebra-7731 is in the server room.",
+                "timestamp": "2025-03-01T10:01:00",
+            },
+            {
+                "id": "a2",
+                "speaker": "li",
+                "text": "Noted the vault code for the server room.",
+                "timestamp": "2025-03-01T10:02:00",
+            },
+        ],
+        namespace="u1",
+    )
+    mem.forget(["a1"], namespace="u1")
+    from mnemis_integrations.core.storage.falkordb import parse_url
+
+    graph = falkordb.FalkorDB(**parse_url(url)).select_graph("mnemis:u1")
+    stored = [
+        str(v)
+        for q in (
+            "MATCH (n) RETURN n.data",
+            "MATCH ()-[e]->() RETURN e.data",
+            "MATCH (m:Message) RETURN m.text",
+        )
+        for (v,) in graph.ro_query(q).result_set
+        if v is not None
+    ]
+    assert stored and not [v for v in stored if "zebra" in v or '"a1"' in v]
+    assert {m.id for m in _memory(url).messages("u1")} == {"a0", "a2"}
+
+
 def test_another_process_sees_the_writes(url, store):
     mem = _memory(url)
     mem.add_messages(CONVERSATION[:4], namespace="shared")

@@ -14,7 +14,9 @@ Layout of the graph ``mnemis:<namespace>``:
   matrix, which costs as much as the graph is large whenever nodes were created since the last
   sync (every add creates its message); a SET on an edge does not. A write finds the self-loop
   through an edge index on its ``id``: reaching it by traversal would sync the ``STATE`` matrix,
-  as costly. ``kind`` is read by the traversal, so it stays on the node, set only when it differs;
+  as costly. A write that adds no message (forget, compaction, rebalance) clears the first JSON of
+  every node it rewrites, so no stale copy quotes erased text. ``kind`` is read by the traversal,
+  so it stays on the node, set only when it differs;
 - ``(:Meta {key: "version"})-[:VERSION {value}]->(itself)``: the namespace's version (on an edge
   for the same reason).
 
@@ -97,6 +99,7 @@ FOREACH (_ IN CASE WHEN n.kind <> nd.kind THEN [1] ELSE [] END | SET n.kind = nd
 FOREACH (_ IN CASE WHEN n IS NOT NULL AND s IS NULL THEN [1] ELSE [] END |
   CREATE (n)-[:STATE {{id: nd.id, status: nd.status, data: nd.data}}]->(n))
 FOREACH (_ IN CASE WHEN s IS NULL THEN [] ELSE [1] END | SET s.status = nd.status, s.data = nd.data)
+FOREACH (_ IN CASE WHEN $clear_first AND n.data IS NOT NULL THEN [1] ELSE [] END | SET n.data = NULL)
 WITH count(*) AS _n
 {_OK}
 UNWIND CASE WHEN ok THEN $edges ELSE [] END AS ed
@@ -362,6 +365,11 @@ class FalkorDBStore:
             "removed_nodes": list(g.removed_nodes),
             "removed_edges": [{"src": s, "dst": d, "key": k} for s, d, k in g.removed_edges],
             "removed_msgs": list(delta.removed_messages),
+            # A rewritten node's first JSON stays on the node beside its STATE and may quote text
+            # that is later forgotten, or that a rebalance moved away from it: every write that adds
+            # no message (forget, compaction, rebalance, review) clears it, paying a node SET; adds,
+            # which must stay cheap, leave it.
+            "clear_first": not delta.new_messages,
             "nodes": [
                 {
                     "id": n.id,
