@@ -300,7 +300,10 @@ _ASKS_FOR_THE_END = re.compile(
 
 
 def _newer_first(
-    q: _Query, ranked: list[str], scores: dict[str, float], linked: set[str] | frozenset[str] = frozenset()
+    q: _Query,
+    ranked: list[str],
+    scores: dict[str, float],
+    superseded: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[str], set[str]]:
     """Each fragment hit that restates an older fragment hit above it with a change goes just
     before it: the current state first, also where the builder linked no update. Returns the new
@@ -311,7 +314,7 @@ def _newer_first(
     subtopic with a stated change to the older (:func:`~..changes.states_change`), or, when the
     query asks for the end state ("in the end", "now", "最后") and ``fusion.newer_first_anywhere``
     is on, in any subtopic with a change cue or a decision of its own ("confirmed", "签了"). Hits in
-    ``linked`` (superseded hits with a successor) are not moved: their link places them, after this.
+    ``superseded`` (those with a successor to show) are not moved: their link places them, after this.
     """
     margin = q.config.fusion.newer_first
     if margin <= 0 or _ASKS_ABOUT_THE_PAST.search(q.text):
@@ -356,7 +359,7 @@ def _newer_first(
     lifted: set[str] = set()
     for j in range(1, len(out)):
         nid = out[j]
-        if nid in linked or nid not in placed:
+        if nid in superseded or nid not in placed:
             continue
         above = next((i for i in range(j) if restates(nid, out[i])), None)
         if above is not None:
