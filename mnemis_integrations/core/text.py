@@ -381,7 +381,8 @@ _NOT_TOPICS = frozenset(
     "try tried want wants wait work works worth "
     "already annoying asking actually probably maybe definitely honestly basically literally totally "
     "exactly hopefully anyway somehow soon later lately instead ahead officially reckon reckons feel feels "
-    "felt went gone got get gets fine nearer previous considering lol "
+    "felt went gone got get gets fine nearer previous considering lol around available possible broken "
+    "covering helpful "
     "one two three four five six seven eight nine ten eleven twelve twenty hundred thousand".split()
 )
 # Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
@@ -399,6 +400,7 @@ _NOUN_TAGS = ("n", "vn", "eng")
 
 
 _POSSESSIVE = re.compile(r"'s$")
+_DATE_WORDS = frozenset(WEEKDAYS + MONTHS)  # a date says when, not what about
 
 
 def keyword_terms(text: str) -> list[str]:
@@ -408,7 +410,7 @@ def keyword_terms(text: str) -> list[str]:
 
     >>> keyword_terms("Dana approved the 12-min talk: booked flights to Porto")
     ['dana', 'talk', 'flights', 'porto']
-    >>> keyword_terms("Already asking about her daughter's flat")
+    >>> keyword_terms("Already asking about her daughter's flat on Monday, hilarious, and is it available?")
     ['daughter', 'flat']
     >>> keyword_terms("那不铺实木了，改成SPC石塑地板")
     ['spc', '实木', '石塑', '地板']
@@ -418,10 +420,12 @@ def keyword_terms(text: str) -> list[str]:
         for t in (_POSSESSIVE.sub("", w.lower().replace("’", "'")) for w in _WORD.findall(text))
         if t not in STOPWORDS
         and t not in _NOT_TOPICS
+        and t not in _DATE_WORDS
         and len(t) > 1
         and not any(c.isdigit() for c in t)
         and not (t.endswith("ed") and len(t) > 4)
         and not (t.endswith("lly") and len(t) > 6)  # adverbs: "automatically", "locally"
+        and not (t.endswith("ous") and len(t) > 5)  # adjectives: "hilarious", "various"
     ]
     if has_cjk(text):
         out = [t for t in out if t.isascii()]
