@@ -20,9 +20,14 @@ __all__ = ["EdgeKey", "GraphChanges", "MemoryGraph", "edge_key"]
 EdgeKey = tuple[str, str, str]  # (src, dst, multigraph key)
 
 
+def _kind_key(kind: EdgeKind, label: str) -> str:
+    """The key of an edge among those joining the same two nodes: its kind, or its label for a relation."""
+    return kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
+
+
 def edge_key(edge: Edge) -> EdgeKey:
     """An edge's identity: one edge per (src, dst, kind), or per relation label for relations."""
-    return edge.src, edge.dst, edge.kind.value if edge.kind != EdgeKind.RELATION else f"relation:{edge.label}"
+    return edge.src, edge.dst, _kind_key(edge.kind, edge.label)
 
 
 @dataclass
@@ -138,7 +143,7 @@ class MemoryGraph:
         self._removed_edges.discard(k)
 
     def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
-        key = kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
+        key = _kind_key(kind, label)
         if self.g.has_edge(src, dst, key):
             self.g.remove_edge(src, dst, key)
             self._added_edges.pop((src, dst, key), None)
@@ -146,8 +151,7 @@ class MemoryGraph:
 
     def edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> Edge | None:
         """The ``kind`` edge src -> dst (``label`` for a relation), or None."""
-        key = kind.value if kind != EdgeKind.RELATION else f"relation:{label}"
-        data = self.g.get_edge_data(src, dst, key) if self.g.has_edge(src, dst, key) else None
+        data = self.g.get_edge_data(src, dst, _kind_key(kind, label))
         return data["edge"] if data is not None else None
 
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:

@@ -459,6 +459,15 @@ def format_date(t: datetime | None) -> str:
     return f"{t.day} {t.strftime('%B %Y')}"
 
 
+def date_span(start: datetime | None, end: datetime | None) -> str:
+    """The days from ``start`` to ``end``, one date when they are the same day.
+
+    >>> date_span(datetime(2025, 6, 4), datetime(2025, 6, 9, 15)), date_span(datetime(2025, 6, 4), None)
+    ('4 June 2025 – 9 June 2025', '4 June 2025')
+    """
+    return " – ".join(dict.fromkeys(format_date(t) for t in (start, end) if t))
+
+
 def normalise_name(name: str) -> str:
     """Key under which an entity name is matched: case, spacing and possessives folded.
 

@@ -23,7 +23,7 @@ from ..builder.summarise import shared_words, topic_words_of
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, STATUS_BEFORE, is_overview
-from ..text import format_date
+from ..text import date_span
 from .supersede import supersede
 
 __all__ = [
@@ -158,7 +158,7 @@ def _overview_fields(members: list[Node]) -> dict:
     topics = shared_words(members, topic_words_of)  # nouns and whole words, for the names a reader sees
     start = min((f.created_at for f in members if f.created_at), default=None)
     end = max((f.event_time for f in members if f.event_time), default=None)
-    span = " – ".join(dict.fromkeys(format_date(t) for t in (start, end) if t))
+    span = date_span(start, end)
     return {
         "label": f"overview {', '.join(topics[:2])}".strip(),
         "summary": f"Overview of {len(members)} conversations ({span}): {', '.join(topics)}",

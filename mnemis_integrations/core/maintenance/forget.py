@@ -216,14 +216,10 @@ def _drop_links_through(
         if not g.has(fid):
             continue
         for e in [*g.in_edges(fid, EdgeKind.UPDATES), *g.out_edges(fid, EdgeKind.UPDATES)]:
-            if REPLACED not in e.properties:
-                continue
-            replaced = [m for m in e.properties[REPLACED] if m not in drop]
-            by = [m for m in e.properties.get(REPLACED_BY, ()) if m not in drop]
-            if len(replaced) == len(e.properties[REPLACED]) and len(by) == len(
-                e.properties.get(REPLACED_BY, ())
-            ):
-                continue
+            named = (e.properties.get(REPLACED, []), e.properties.get(REPLACED_BY, []))
+            if drop.isdisjoint(named[0]) and drop.isdisjoint(named[1]):
+                continue  # a whole-fragment link names no message: it stays too
+            replaced, by = ([m for m in ids if m not in drop] for ids in named)
             g.remove_edge(e.src, e.dst, EdgeKind.UPDATES)
             if replaced and by:
                 g.add_edge(replace(e, properties={**e.properties, REPLACED: replaced, REPLACED_BY: by}))

@@ -8,7 +8,7 @@ from datetime import datetime
 from ..model import Node, NodeKind
 from ..state import NamespaceState
 from ..temporal import is_overview
-from ..text import format_date
+from ..text import date_span, format_date
 
 __all__ = ["memory_block", "memory_line", "render"]
 
@@ -39,9 +39,7 @@ def render(
         line = node.properties.get("headline", node.summary)
         if is_overview(node):
             times = [m.timestamp for m in msgs if m.timestamp]
-            when = (
-                " – ".join(dict.fromkeys(format_date(t) for t in (min(times), max(times)))) if times else ""
-            )
+            when = date_span(min(times), max(times)) if times else ""
             line = "overview"
             rank = {m: i for i, m in enumerate(order)}
             msgs = sorted(msgs, key=lambda m: rank.get(m.id, len(rank)))
