@@ -9,7 +9,8 @@ logistic regression (L2, standardised features, plain gradient descent) is fitte
 split only; the weights are printed in raw-feature form, ready to paste into ``updates.py``.
 Message-level precision and recall (the best candidate of each message, linked when its score
 clears a threshold) are printed for tune and holdout at several thresholds: pick the builder's
-``update_min_score`` on tune, read holdout to see whether it carries over.
+``update_min_score`` on tune, read holdout to see whether it carries over. Above them, the recall
+no threshold can exceed: the share of replacing messages whose best-scoring candidate is right.
 """
 
 from __future__ import annotations
@@ -121,6 +122,18 @@ def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> 
     return sum(links), len(links), len({(r["scenario"], r["i"]) for r in rows if r["y"]})
 
 
+def best_candidate_ceiling(rows: list[dict], scores: np.ndarray) -> tuple[int, int]:
+    """(messages whose best gated candidate is one they replace, messages that replace something): the
+    recall a threshold on the best candidate's score could reach at best, whatever its value."""
+    best: dict[tuple[str, int], tuple[float, int]] = {}
+    for r, s in zip(rows, scores, strict=True):
+        k = (r["scenario"], r["i"])
+        if r["gate"] and (k not in best or s > best[k][0]):
+            best[k] = (float(s), r["y"])
+    wanted = {(r["scenario"], r["i"]) for r in rows if r["y"]}
+    return sum(1 for k in wanted if best.get(k, (0.0, 0))[1]), len(wanted)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l2", type=float, default=1.0)
@@ -142,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     for split in ("tune", "holdout"):
         part = [r for r in rows if r["split"] == split]
         scores = np.array([r["x"] for r in part]) @ w + b
+        right, wanted = best_candidate_ceiling(part, scores)
+        print(
+            f"{split:8s} best candidate right for {right} of {wanted} replacing messages "
+            f"(recall ceiling {right / max(wanted, 1):.2f})"
+        )
         for t in THRESHOLDS:
             ok, links, wanted = precision_recall(part, scores, t)
             print(
