@@ -44,7 +44,7 @@ def toy_state(
     *,
     mentions: dict[str, list[str]] | None = None,
     related: tuple[tuple[str, str], ...] = (),
-    updates: tuple[tuple[str, str], ...] = (),
+    updates: tuple[tuple[str, ...], ...] = (),
     speaker: str = "Ann",
 ) -> NamespaceState:
     """The state of ``tree`` (concept id -> subtopic id -> fragment id -> its message texts).
@@ -53,7 +53,8 @@ def toy_state(
     ``created_at`` is its first message's time and its ``event_time`` its last one's; a parent
     spans its children the same way. ``mentions``: fragment id -> entity names (node
     ``entity_id(name)``); ``related``: entity name pairs joined by a ``relation`` edge;
-    ``updates``: (new, old) fragment pairs, ``old`` superseded at ``new``'s time.
+    ``updates``: (new, old) fragment pairs, ``old`` superseded at ``new``'s time; a pair may add
+    the message of ``new`` that replaces one of ``old`` (new, old, replacing id, replaced id).
     """
     ns = "u"
     g = MemoryGraph(ns)
@@ -76,8 +77,16 @@ def toy_state(
             g.add_edge(Edge(fragment, entity_id(name), EdgeKind.MENTIONS))
     for a, b in related:
         g.add_edge(Edge(entity_id(a), entity_id(b), EdgeKind.RELATION))
-    for new, old in updates:
-        supersede(g, old_id=old, new_id=new, when=g.get(new).created_at)
+    for new, old, *messages in updates:
+        replacing, replaced = messages if messages else (None, None)
+        supersede(
+            g,
+            old_id=old,
+            new_id=new,
+            when=g.get(new).created_at,
+            replaced=(replaced,) if replaced else (),
+            replaced_by=(replacing,) if replacing else (),
+        )
     g.take_changes()
     vecs = EMB.embed_passages([m.text for m in msgs])
     return NamespaceState.restore(ns, EMB.dim, g, msgs, [m.id for m in msgs], vecs)

@@ -411,3 +411,44 @@ def test_a_search_returns_k_hits_when_memory_holds_them_unless_told_fewer():
     assert all(h.via == ("supplement",) for h in hits[5:])
     fewer = DEFAULT.with_(fusion={"min_results": 3})
     assert len(search.dual_path_search(st, text, qvec, nodes, fewer, EMB.profile)) < nodes
+
+
+COUNT = {
+    "c_party": {
+        "s_guests": {
+            "f_count": [
+                "The guests loved the invitations, all the guests said thanks.",
+                "The guests count is 40 so far.",
+                "The hall has a piano.",
+            ],
+            "f_recount": [
+                "The guests asked about guests' parking for guests.",
+                "The guests count is now 52.",
+            ],
+        }
+    }
+}
+RECOUNTED = {"updates": (("f_recount", "f_count", "m5", "m2"),)}  # m5 "now 52" replaces m2 "40 so far"
+
+
+def _linked_pair(config=DEFAULT, updates=RECOUNTED["updates"]):
+    st = toy_state(COUNT, updates=updates)
+    text = "guests"
+    hits = search.dual_path_search(st, text, EMB.embed_queries([text])[0], 10, config, EMB.profile)
+    by_id = {h.node_id: h for h in hits}
+    return by_id["f_recount"], by_id["f_count"]
+
+
+def test_a_linked_pair_shows_first_the_statement_replaced_and_the_one_replacing_it():
+    new, old = _linked_pair()
+    assert old.status == "superseded" and "successor" in new.via
+    assert old.focus[0] == "m2" and new.focus[0] == "m5"
+    # by match alone the invitations and the parking lead: the budget's one message would miss the change
+    new, old = _linked_pair(DEFAULT.with_(fusion={"link_focus_hits": 0}))
+    assert old.focus[:2] == ("m1", "m2") and new.focus == ("m4", "m5")
+
+
+def test_a_linked_message_the_query_does_not_meet_does_not_lead():
+    new, old = _linked_pair(updates=(("f_recount", "f_count", "m5", "m3"),))  # "the hall has a piano"
+    assert old.focus[0] == "m1" and "m3" not in old.focus[:2]
+    assert new.focus[0] == "m5"  # its own link message is still among its two best

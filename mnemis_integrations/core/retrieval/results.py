@@ -44,7 +44,9 @@ class MemoryHit:
         namespace: whose memory it is.
         successors: ids of nodes that supersede this one.
         focus: for a fragment, the ids of its messages ordered by how well they match the
-            query, best first (what a token budget keeps first).
+            query, best first (what a token budget keeps first); in a superseded hit near the
+            top and its successor, the message their ``updates`` link names leads when it is one
+            of the two best (``fusion.link_focus_hits``).
         metadata: the message metadata every message in ``source_ids`` shares (a key whose
             value differs between them, or that one of them lacks, is left out); ``{}`` for a
             concept or subtopic, which shows no message.
