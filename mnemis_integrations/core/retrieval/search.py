@@ -404,12 +404,11 @@ def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
     .960 from the first ten hits alone and .892 / .952 without).
     """
     links: dict[str, tuple[str, ...]] = {}
-    placed = set(ranking.ids)
     for nid in ranking.ids[: q.config.fusion.link_focus_hits]:
         if q.status.get(nid) != Status.SUPERSEDED:
             continue
         for edge in q.st.graph.in_edges(nid, EdgeKind.UPDATES):
-            if edge.src in ranking.moved and edge.src in placed:
+            if edge.src in ranking.moved:  # shown, placed before what it replaces
                 links[nid] = links.get(nid, ()) + tuple(edge.properties.get(REPLACED, ()))
                 links[edge.src] = links.get(edge.src, ()) + tuple(edge.properties.get(REPLACED_BY, ()))
     return links
