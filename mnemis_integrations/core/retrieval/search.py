@@ -468,7 +468,12 @@ def _hit(
     when = node.event_time
     if said is not None:
         when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
-    focus = _focus(st, shown, sem.message_scores, q.speakers) if node.kind == NodeKind.FRAGMENT else ()
+    if node.kind != NodeKind.FRAGMENT:
+        focus: tuple[str, ...] = ()
+    elif order:
+        focus = shown  # an overview: render already put its messages in focus order
+    else:
+        focus = _focus(st, shown, sem.message_scores, q.speakers)
     if linked:
         # Only a message among the hit's two best matches leads: leading with any linked message
         # (a wrong link's may be about another matter) cost LoCoMo dev R@2,048 .876 -> .873.
