@@ -109,28 +109,30 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 4000) -> tuple[np.
     return raw, float(w[-1] - (raw * mu).sum())
 
 
-def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> tuple[int, int, int]:
-    """(correct links, links, messages that replace something) with each message's best candidate linked."""
-    best: dict[tuple[str, int], tuple[float, int]] = {}
-    for r, s in zip(rows, scores, strict=True):
-        if not r["gate"]:
-            continue
-        k = (r["scenario"], r["i"])
-        if k not in best or s > best[k][0]:
-            best[k] = (float(s), r["y"])
-    links = [y for s, y in best.values() if s >= threshold]
-    return sum(links), len(links), len({(r["scenario"], r["i"]) for r in rows if r["y"]})
-
-
-def best_candidate_ceiling(rows: list[dict], scores: np.ndarray) -> tuple[int, int]:
-    """(messages whose best gated candidate is one they replace, messages that replace something): the
-    recall a threshold on the best candidate's score could reach at best, whatever its value."""
+def _best_candidates(rows: list[dict], scores: np.ndarray) -> dict[tuple[str, int], tuple[float, int]]:
+    """Each judged message's best gated candidate: (its score, whether the message replaces it)."""
     best: dict[tuple[str, int], tuple[float, int]] = {}
     for r, s in zip(rows, scores, strict=True):
         k = (r["scenario"], r["i"])
         if r["gate"] and (k not in best or s > best[k][0]):
             best[k] = (float(s), r["y"])
-    wanted = {(r["scenario"], r["i"]) for r in rows if r["y"]}
+    return best
+
+
+def _replacing(rows: list[dict]) -> set[tuple[str, int]]:
+    return {(r["scenario"], r["i"]) for r in rows if r["y"]}
+
+
+def precision_recall(rows: list[dict], scores: np.ndarray, threshold: float) -> tuple[int, int, int]:
+    """(correct links, links, messages that replace something) with each message's best candidate linked."""
+    links = [y for s, y in _best_candidates(rows, scores).values() if s >= threshold]
+    return sum(links), len(links), len(_replacing(rows))
+
+
+def best_candidate_ceiling(rows: list[dict], scores: np.ndarray) -> tuple[int, int]:
+    """(messages whose best gated candidate is one they replace, messages that replace something): the
+    recall a threshold on the best candidate's score could reach at best, whatever its value."""
+    best, wanted = _best_candidates(rows, scores), _replacing(rows)
     return sum(1 for k in wanted if best.get(k, (0.0, 0))[1]), len(wanted)
 
 
