@@ -428,10 +428,10 @@ COUNT = {
         }
     }
 }
-RECOUNTED = {"updates": (("f_recount", "f_count", "m5", "m2"),)}  # m5 "now 52" replaces m2 "40 so far"
+RECOUNTED = (("f_recount", "f_count", "m5", "m2"),)  # m5 "now 52" replaces m2 "40 so far"
 
 
-def _linked_pair(config=DEFAULT, updates=RECOUNTED["updates"]):
+def _linked_pair(config=DEFAULT, updates=RECOUNTED):
     st = toy_state(COUNT, updates=updates)
     text = "guests"
     hits = search.dual_path_search(st, text, EMB.embed_queries([text])[0], 10, config, EMB.profile)

@@ -12,7 +12,8 @@ __all__ = ["REPLACED", "REPLACED_BY", "supersede"]
 # On an ``updates`` edge: the ids of the old node's messages that the new node's messages
 # (``REPLACED_BY``) replace. Absent: the whole old node is replaced (a link made by an LLM, a
 # compaction, or before messages were recorded). A fragment holds several messages, and often
-# only one of them changes: a search shows the successor first only where the query meets that one.
+# only one of them changes: forgetting a named message undoes the link (``forget``), and a search
+# shows a linked pair near the top with these messages first (``search._link_messages``).
 REPLACED = "replaced"
 REPLACED_BY = "replaced_by"
 
