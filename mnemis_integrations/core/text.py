@@ -381,7 +381,7 @@ _NOT_TOPICS = frozenset(
     "try tried want wants wait work works worth "
     "already annoying asking actually probably maybe definitely honestly basically literally totally "
     "exactly hopefully anyway somehow soon later lately instead ahead officially reckon reckons feel feels "
-    "felt went gone got get gets fine nearer previous considering lol around available possible broken "
+    "felt went gone got get gets fine nearer previous considering lol around available possible broken right "
     "covering helpful "
     "one two three four five six seven eight nine ten eleven twelve twenty hundred thousand".split()
 )
@@ -426,6 +426,7 @@ def keyword_terms(text: str) -> list[str]:
         and not (t.endswith("ed") and len(t) > 4)
         and not (t.endswith("lly") and len(t) > 6)  # adverbs: "automatically", "locally"
         and not (t.endswith("ous") and len(t) > 5)  # adjectives: "hilarious", "various"
+        and not _never_a_noun(t)
     ]
     if has_cjk(text):
         out = [t for t in out if t.isascii()]
@@ -438,6 +439,35 @@ def keyword_terms(text: str) -> list[str]:
             and w.word not in _NOT_TOPICS_ZH
         ]
     return out
+
+
+@lru_cache(maxsize=1)
+def _word_classes():
+    """lemminflect's table of English word classes (from the SPECIALIST lexicon), loaded on first
+    use: ``word -> {"NOUN": ..., "VERB": ...}``, empty for a word it does not know."""
+    from lemminflect import getAllLemmas
+
+    return getAllLemmas
+
+
+@lru_cache(maxsize=65536)
+def _never_a_noun(word: str) -> bool:
+    """A word the lexicon knows only as a verb, adjective or adverb ("believe", "beautiful",
+    "across"): it names no topic. A gerund counts as a noun when its verb is also a thing ("camping",
+    "fishing" name activities; "getting", "believing" do not). Words it does not know stay: names,
+    brands and jargon ("Hetzner", "zellige") are what topics are made of.
+
+    >>> [_never_a_noun(w) for w in ("believe", "rehearsal", "camping", "getting", "hetzner")]
+    [True, False, False, True, False]
+    """
+    if not word.isascii() or not word.isalpha():
+        return False
+    classes = _word_classes()(word)
+    if not classes or "NOUN" in classes or "PROPN" in classes:
+        return False
+    if word.endswith("ing"):
+        return not any("NOUN" in _word_classes()(verb) for verb in classes.get("VERB", ()))
+    return True
 
 
 @lru_cache(maxsize=1)

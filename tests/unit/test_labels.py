@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
+from _toy_graph import toy_state
+
 from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.builder.summarise import topic_words
+from mnemis_integrations.core.builder.abstract import relabel_parents
+from mnemis_integrations.core.builder.summarise import TOPIC_WORDS, topic_words
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.model import NodeKind
 from mnemis_integrations.core.text import jieba_tagger, keyword_terms
@@ -68,3 +71,49 @@ def test_topic_words_rank_nouns_first():
         == "kitchen"
     )
     assert "arrived" not in topic_words(["the kitchen tiles arrived"], Counter(), 10, 4)
+
+
+def test_words_known_only_as_verbs_adjectives_or_adverbs_name_no_topic():
+    """Labels seen on LoCoMo and the scenario suite: "believe & control", "boxhop & across",
+    "adorable & adaptable"; activities stay, and so do names the lexicon does not know."""
+    assert keyword_terms("I believe the boxes go across, it's adorable and adaptable") == ["boxes"]
+    assert keyword_terms("Getting into camping and fishing with Hetzner folks") == [
+        "camping",
+        "fishing",
+        "hetzner",
+        "folks",
+    ]
+
+
+def test_equal_scores_keep_the_order_words_were_said_in():
+    """Each word said once, none seen before: the first said leads, not the first in the alphabet
+    (which named a quarter of the labels after an a- or b-word)."""
+    said = ["zellige for the kitchen backsplash"]
+    assert topic_words(said, Counter(), 10, 3) == ["zellige", "kitchen", "backsplash"]
+
+
+def test_a_concept_is_named_by_the_word_most_of_its_fragments_share():
+    """Scored per subtopic, a one-fragment subtopic said first ("bookcase") weighed as much as a
+    three-fragment one and named the concept."""
+    tree = {
+        "c": {
+            "s_small": {"f1": ["The landlord wants the bookcase gone."]},
+            "s_big": {
+                "f2": ["Rehearsal moved to Monday."],
+                "f3": ["Rehearsal ran late, Dom is off book."],
+                "f4": ["First Monday rehearsal at the hall."],
+            },
+        }
+    }
+    st = toy_state(tree)
+    words = {
+        "f1": ["bookcase", "landlord"],
+        "f2": ["rehearsal"],
+        "f3": ["rehearsal", "book"],
+        "f4": ["rehearsal"],
+    }
+    for fid, w in words.items():
+        st.graph.get(fid).properties[TOPIC_WORDS] = w
+    relabel_parents(st, {"c", "s_small", "s_big"})
+    assert st.graph.get("c").label == "Rehearsal"
+    assert st.graph.get("s_small").label == "bookcase & landlord"

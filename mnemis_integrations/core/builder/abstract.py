@@ -128,7 +128,7 @@ def label_from_keywords(
         for rank, kw in enumerate(kws):
             if exclude is None or not exclude(kw):
                 score[kw] += 1.0 / (1 + rank)
-    picked = [kw for kw, _ in sorted(score.items(), key=lambda x: (-x[1], x[0]))[:top]]
+    picked = [kw for kw, _ in sorted(score.items(), key=lambda x: -x[1])[:top]]  # ties: first seen first
     return " & ".join(picked) or "misc"
 
 
@@ -299,7 +299,9 @@ def relabel_parents(st: NamespaceState, touched: set[str]) -> None:
         named = node.properties.get("named_by") in CURATED_NAMES
         if node.kind == NodeKind.CONCEPT:
             if not named:
-                words = [shared_words(g.children(s.id), topic_words_of) for s in kids]
+                # The word most of its fragments share, so its biggest subtopic names it: scored per
+                # subtopic instead, a one-fragment subtopic weighed as much as a twenty-fragment one.
+                words = [topic_words_of(f) for s in kids for f in g.children(s.id)]
                 node.label = label_from_keywords(words, top=1, exclude=lambda k: k in speakers).title()
         else:
             if not named:

@@ -44,8 +44,8 @@ def keywords_for(
 ) -> list[str]:
     """Top ``top`` tokens (``terms`` of each text) by tf-idf against fragment document frequencies.
 
-    >>> keywords_for(["refund refund timeout", "the bank callback"], Counter({"bank": 9}), 10, 2)
-    ['refund', 'callback']
+    >>> keywords_for(["refund refund timeout", "the bank callback"], Counter({"bank": 9}), 10, 3)
+    ['refund', 'timeout', 'callback']
     """
     tf = Counter(t for text in texts for t in terms(text) if not t.isdigit())
     scored = []
@@ -53,7 +53,9 @@ def keywords_for(
         idf = math.log((n_docs + 1) / (df.get(tok, 0) + 1)) + 1.0
         # Longer tokens carry more meaning; tiny ones are often fragments of names.
         scored.append((c * idf * min(len(tok), 6) / 6, tok))
-    scored.sort(key=lambda x: (-x[0], x[1]))
+    # Equal scores (each word said once, none seen before: most short fragments) keep the order the
+    # words were said in; an alphabetical tie-break named a quarter of the labels with an a- or b-word.
+    scored.sort(key=lambda x: -x[0])
     return [t for _, t in scored[:top]]
 
 
@@ -120,7 +122,7 @@ def shared_words(nodes: Iterable[Node], words_of: Callable[[Node], list[str]], t
     for n in nodes:
         for r, w in enumerate(words_of(n)):
             c[w] += 1.0 / (1 + r)
-    return [w for w, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))[:top]]
+    return [w for w, _ in sorted(c.items(), key=lambda x: -x[1])[:top]]  # ties: first seen first
 
 
 def fragment_label(keywords: list[str], when: datetime | None) -> str:
