@@ -117,7 +117,7 @@ def main(argv=None) -> dict:
 
     LLMBuilder.ingest = counting_ingest
     try:
-        with gzipped_cassette(cb, CASSETTE, args.record):
+        with gzipped_cassette(cb, CASSETTE, args.record) as cas:
             result = run_benchmark(
                 bench,
                 ["mnemis", "mnemis-llm", "bm25", "dense"],
@@ -126,8 +126,16 @@ def main(argv=None) -> dict:
                 progress=Tally(),
                 factory=factory,
             )
+            replayed_all = cas.all_played and cas.play_count == len(cas)
     finally:
         LLMBuilder.ingest = orig_ingest
+    if not args.record and not wanted and not replayed_all:
+        # A request the cassette does not hold makes the builder fall back to the offline one for
+        # that batch: the figures would be of another run than the recorded one, so none are written.
+        raise SystemExit(
+            f"the cassette no longer matches the builder's requests ({cas.play_count} of {len(cas)} "
+            "exchanges replayed): record it again with --record (see scripts/record_cassettes.py)"
+        )
     ns = [c.id for c in bench.conversations]
     graphs = {name: _graph_stats(systems[name].memory, ns) for name in ("mnemis", "mnemis-llm")}
     summary = {
