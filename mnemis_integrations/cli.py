@@ -121,7 +121,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(
         "Each hit: [score] = fused relevance (0-1, best first); via = how it was found "
         "(semantic: similar meaning; relation: linked to an entity the question names; "
-        "successor: the newer fact replacing a superseded hit; "
+        "successor: the newer fact replacing a superseded hit; newer: placed before an older hit it "
+        "changes; "
         "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
         "status = active, superseded (a newer fact replaced it) or archived."
     )

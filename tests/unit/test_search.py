@@ -15,6 +15,7 @@ from mnemis_integrations.core.recipes import DEFAULT
 from mnemis_integrations.core.retrieval import search
 from mnemis_integrations.core.retrieval.fusion import alpha_for
 from mnemis_integrations.core.retrieval.relation import RelationResult
+from mnemis_integrations.core.retrieval.results import Via
 from mnemis_integrations.core.retrieval.semantic import SemanticResult
 
 SWITCHED = {"updates": (("f_plan_b", "f_plan_a"),)}  # plan B (m4, day 3) replaces plan A (m3, day 2)
@@ -248,7 +249,13 @@ def test_a_newer_hit_that_restates_an_older_one_with_a_change_goes_just_before_i
     hits = search._place_successors(
         _query(toy_state(GUESTS), HOW_MANY), ["f_draft", "f_final"], _fused(scores), []
     )
-    assert hits.ids == ["f_final", "f_draft"]
+    assert hits.ids == ["f_final", "f_draft"] and hits.lifted == {"f_final"} and not hits.moved
+    # it shares the older hit's score, and its via says why it stands first
+    assert hits.scores == [0.8, 0.8]
+    nothing = RelationResult(set(), {}, {}, 0)
+    sem = SemanticResult(dict(scores), dict(scores), {})
+    assert search._via("f_final", hits, _fused(scores), nothing, sem) == (Via.SEMANTIC, Via.NEWER)
+    assert search._via("f_draft", hits, _fused(scores), nothing, sem) == (Via.SEMANTIC,)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ class Via:
     FALLBACK = "fallback"
     SUPPLEMENT = "supplement"
     SUCCESSOR = "successor"
+    # Placed before an older hit it restates with a change, where the builder linked no update
+    # (search's newer-first rule): it shares that hit's score, and this says why it stands first.
+    NEWER = "newer"
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -139,6 +139,7 @@ class _Ranking:
     scores: list[float]  # each hit's score as shown, before clamping
     supplemented: list[str]  # topped up from the semantic backup to reach min_results
     moved: set[str]  # successors placed next to the superseded hit they replace
+    lifted: set[str] = field(default_factory=set)  # newer hits placed before an older hit they restate
 
 
 def dual_path_search(
@@ -390,7 +391,7 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
     for i in range(len(ranked) - 2, -1, -1):
         if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
-    return _Ranking(ranked, shown_score, supplemented, moved)
+    return _Ranking(ranked, shown_score, supplemented, moved, lifted)
 
 
 def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
@@ -445,6 +446,8 @@ def _via(
         via.append(Via.SUPPLEMENT)
     if nid in ranking.moved:
         via.append(Via.SUCCESSOR)
+    elif nid in ranking.lifted:
+        via.append(Via.NEWER)
     return tuple(via) or (Via.SUPPLEMENT,)
 
 
