@@ -259,23 +259,54 @@ class FusionConfig(_Frozen):
 class ContextConfig(_Frozen):
     """How ``search(..., max_tokens=N)`` fits its hits into a reader's token budget.
 
-    A fragment shows its headline and its messages; under a budget it first shows only the
-    ``breadth_messages`` that match the query best, for the first ``breadth_hits`` hits, so
-    evidence spread over many places fits; then it widens those hits one message at a time
-    (best hit first, round after round), then adds further hits, narrowed to ``later_messages``,
-    while room is left.
+    A fragment shows its headline and its messages; under a budget it shows only some of them, those
+    that match the query best first (``MemoryHit.focus``), so that evidence spread over many places
+    fits. ``strategy`` says how the budget is shared between places and depth
+    (``retrieval/budget.py``): ``ranked`` gives each message a value falling with its hit's rank and
+    its place in the hit, and takes the most valuable first; ``passes`` shows the first
+    ``breadth_hits`` hits narrowed to ``breadth_messages``, widens them round after round, then adds
+    further hits narrowed to ``later_messages``.
     """
 
-    # Tried on the scenario suite: 1 message a hit, 3 + 4 hits per 1k tokens of budget: scenario tune
-    # split +3.9 points of R@256, +1.4 of R@1024, but LoCoMo dev R@1024 -1.5 (multi-hop -1.9) and
-    # holdout R@256 -0.2: not kept.
-    breadth_messages: int = Field(2, ge=1, description="Messages a fragment shows before any is widened.")
-    breadth_hits: int = Field(5, ge=1, description="Hits shown narrowly before the widening rounds.")
-    later_messages: int = Field(1, ge=1, description="Messages each hit after the widened ones shows.")
+    strategy: Literal["ranked", "passes"] = Field(
+        "ranked",
+        description="Measured against `passes` on the same hits (BENCHMARKS.md, 'Budget fitting by value'): "
+        "scenario suite, incremental, R@256 / 512 / 1,024 tune +0.7 / +1.3 / +1.8 points, holdout +2.2 / "
+        "+0.8 / -0.1; LoCoMo dev +1.7 / +1.4 / -0.2, 2,048 equal (leave-one-conversation-out over the "
+        "settings tried: +2.7 / +1.2 / -0.2 / -0.1).",
+    )
+    # Tried (same sweep): c 1.5 / 2 / 4 / 5, decay 0.6 / 0.65 / 0.75 / 0.8, and c growing with the budget
+    # (x sqrt(B / 512), x B / 512): each better in some cells and worse in others; c = 3, decay 0.7 has
+    # the smallest worst loss over the tune split's and LoCoMo's overall and multi-hop cells (0.4
+    # points, multi-hop at 1,024).
+    rank_discount: float = Field(
+        3.0,
+        gt=0,
+        description="`ranked`: a hit's value is c / (rank + c), rank from 0; a larger c spreads the budget "
+        "over more hits.",
+    )
+    message_decay: float = Field(
+        0.7,
+        gt=0,
+        le=1,
+        description="`ranked`: each further message of a hit is worth this much of the one before it.",
+    )
+    # Tried on the scenario suite (`passes`): 1 message a hit, 3 + 4 hits per 1k tokens of budget:
+    # scenario tune split +3.9 points of R@256, +1.4 of R@1024, but LoCoMo dev R@1024 -1.5 (multi-hop
+    # -1.9) and holdout R@256 -0.2: not kept.
+    breadth_messages: int = Field(
+        2, ge=1, description="`passes`: messages a fragment shows before any is widened."
+    )
+    breadth_hits: int = Field(
+        5, ge=1, description="`passes`: hits shown narrowly before the widening rounds."
+    )
+    later_messages: int = Field(
+        1, ge=1, description="`passes`: messages each hit after the widened ones shows."
+    )
     defer_summaries: bool = Field(
         True,
-        description="Among the later hits, fragments first and widened, then concept / subtopic summaries "
-        "with the room left (they hold no message of their own). Measured: scenario suite R@1024 / R@2048 "
+        description="Concept / subtopic summaries (they hold no message of their own) take only the room "
+        "the fragments leave (`passes`: among the later hits). Measured: scenario suite R@1024 / R@2048 "
         "+1.1 / +1.9 points (tune), +0.4 / +1.0 (holdout), 256 and 512 unchanged; LoCoMo dev unchanged.",
     )
 

@@ -1,4 +1,5 @@
-"""Fitting hits into a reader's token budget: breadth first, then depth, rank order kept."""
+"""Fitting hits into a reader's token budget, rank order kept: messages by value (``ranked``) or
+breadth first, then depth (``passes``)."""
 
 from dataclasses import replace
 
@@ -49,8 +50,46 @@ HITS = [hit("A", TABLE["A"], "cab"), hit("B", TABLE["B"], "edf"), hit("C", TABLE
 
 
 def fit(budget, messages=1, hits=2):
-    cfg = ContextConfig(breadth_messages=messages, breadth_hits=hits)
+    cfg = ContextConfig(strategy="passes", breadth_messages=messages, breadth_hits=hits)
     return fit_to_budget(HITS, budget, cfg, rerender_from(TABLE), WORDS)
+
+
+def fit_ranked(budget, hits=HITS, **settings):
+    cfg = ContextConfig(strategy="ranked", **settings)
+    return [(h.node_id, h.source_ids) for h in fit_to_budget(hits, budget, cfg, rerender_from(TABLE), WORDS)]
+
+
+def test_ranked_takes_messages_by_hit_rank_and_place_in_the_hit():
+    # Values (c = 3, decay 0.7): A's c 1, B's e .75, A's a .7, C's h .6, B's d .525, A's b .49, ...
+    assert fit_ranked(10) == [("A", ("c",)), ("B", ("e",))]  # A{c} 5 + B{e} 5
+    # A's second message (.7) before C's best (.6), and C's best before B's second (.525)
+    assert fit_ranked(14) == [("A", ("a", "c")), ("B", ("e",))]
+    assert fit_ranked(19) == [("A", ("a", "c")), ("B", ("e",)), ("C", ("h",))]
+    assert fit_ranked(23) == [("A", ("a", "c")), ("B", ("d", "e")), ("C", ("h",))]
+    assert fit_ranked(35) == [(h.node_id, h.source_ids) for h in HITS]
+
+
+def test_ranked_settings_trade_places_for_depth():
+    # A steep rank discount keeps the budget on the best hit; a steep message decay spreads it.
+    assert fit_ranked(18) == [("A", ("a", "c")), ("B", ("d", "e"))]
+    assert fit_ranked(18, rank_discount=0.5) == [("A", ("a", "b", "c")), ("B", ("e",))]
+    assert fit_ranked(18, message_decay=0.1) == [("A", ("c",)), ("B", ("e",)), ("C", ("h",))]
+
+
+def test_ranked_passes_over_a_hit_whose_best_message_does_not_fit_and_fills_on_with_later_ones():
+    table = {**TABLE, "L": {"x": "x" * 30, "y": "yy"}}
+    too_long = hit("L", table["L"], "xy")
+    out = fit_to_budget([too_long, *HITS], 12, ContextConfig(), rerender_from(table), WORDS)
+    assert [(h.node_id, h.source_ids) for h in out] == [("A", ("c",)), ("B", ("e",))]
+
+
+def test_ranked_summaries_take_the_room_the_fragments_leave():
+    summary = hit("S", {"s": "s" * 8}, "", kind="subtopic")
+    hits = [HITS[0], summary, HITS[1], HITS[2]]
+    assert fit_ranked(32, hits=hits) == [("A", ("a", "b", "c")), ("B", ("d", "e")), ("C", ("g", "h"))]
+    assert fit_ranked(44, hits=hits) == [(h.node_id, h.source_ids) for h in hits]
+    undeferred = fit_ranked(32, hits=hits, defer_summaries=False)
+    assert ("S", ("s",)) in undeferred
 
 
 def test_a_small_budget_shows_the_best_message_of_more_hits_instead_of_one_whole_hit():
@@ -82,17 +121,24 @@ def test_room_left_after_every_hit_is_shown_gives_the_later_hits_their_messages_
     assert [h.text for h in out] == [h.text for h in HITS]  # nothing narrowed: the hits as searched
 
 
-def test_fitted_hits_never_exceed_the_budget_and_keep_rank_order():
+@pytest.mark.parametrize("strategy", ["ranked", "passes"])
+def test_fitted_hits_never_exceed_the_budget_and_keep_rank_order(strategy):
+    cfg = ContextConfig(strategy=strategy, breadth_messages=2, breadth_hits=1)
     for budget in range(1, 60):
-        out = fit(budget, messages=2, hits=1)
+        out = fit_to_budget(HITS, budget, cfg, rerender_from(TABLE), WORDS)
         assert sum(WORDS(h.text) for h in out) <= budget
         assert [h.node_id for h in out] == ["A", "B", "C"][: len(out)]
+        assert all(h.text == "h" + "".join(TABLE[h.node_id][i] for i in h.source_ids) for h in out)
 
 
 def test_a_hit_that_does_not_fit_stops_the_adding_of_later_hits():
     big = hit("X", {"x": "x" * 50}, "x", kind="subtopic")  # no messages to narrow: shown whole or not at all
     out = fit_to_budget(
-        [big, *HITS], 20, ContextConfig(breadth_messages=1, breadth_hits=4), rerender_from(TABLE), WORDS
+        [big, *HITS],
+        20,
+        ContextConfig(strategy="passes", breadth_messages=1, breadth_hits=4),
+        rerender_from(TABLE),
+        WORDS,
     )
     assert out == []
 
@@ -111,7 +157,9 @@ def test_later_summaries_wait_until_the_later_fragments_have_their_messages_back
     hits = [HITS[0], summary, HITS[1], HITS[2]]
 
     def ids(defer: bool, budget: int) -> list:
-        cfg = ContextConfig(breadth_messages=1, breadth_hits=1, later_messages=1, defer_summaries=defer)
+        cfg = ContextConfig(
+            strategy="passes", breadth_messages=1, breadth_hits=1, later_messages=1, defer_summaries=defer
+        )
         return [
             (h.node_id, h.source_ids) for h in fit_to_budget(hits, budget, cfg, rerender_from(TABLE), WORDS)
         ]
@@ -154,7 +202,9 @@ def test_search_with_max_tokens_fits_and_keeps_text_and_sources_in_agreement(mem
     assert sum(count_tokens(h.text) for h in full) > 60
     fitted = memory.search("refund bank callback", k=10, namespace="u1", max_tokens=60)
     assert 0 < sum(count_tokens(h.text) for h in fitted) <= 60
-    assert [h.node_id for h in fitted] == [h.node_id for h in full][: len(fitted)]
+    rank = [h.node_id for h in full]
+    places = [rank.index(h.node_id) for h in fitted]
+    assert places == sorted(places) and places[0] == 0  # rank order kept, the best hit shown
     for h in fitted:
         for m in CHAT:
             assert (m["text"] in h.text) == (m["id"] in h.source_ids)

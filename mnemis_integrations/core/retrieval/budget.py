@@ -1,17 +1,24 @@
-"""Fit ranked hits into a reader's token budget: breadth first, then depth.
+"""Fit ranked hits into a reader's token budget, rank order kept.
 
 A fragment hit carries several messages, and usually only one or two of them match the query.
 Shown whole, a few fragments fill a small budget and crowd out evidence that sits elsewhere
 (questions whose answer is spread over sessions suffer most); cut to single messages, the
-turns around a match are lost. So the budget is spent in three passes, rank order kept:
+turns around a match are lost. Two strategies (``ContextConfig.strategy``) share the budget
+between places and depth:
 
-1. breadth: the first ``breadth_hits`` hits, each fragment narrowed to its
-   ``breadth_messages`` best-matching messages (``MemoryHit.focus``);
-2. depth: round after round, each of those fragments gets its next best message back;
-3. more breadth: further hits, each narrowed to ``later_messages``, while they fit;
-   then, with room left, the depth rounds run again over every shown hit.
+- ``ranked`` (default): every message of every hit competes for the budget by a value that
+  falls with the hit's rank, ``c / (rank + c)``, and with the message's place in the hit's
+  ``focus`` (its match to the query), ``decay ** place``; the budget takes the most valuable
+  messages first, each hit showing a prefix of its focus. So the best hit's second message
+  competes with the next hit's first, and a low-ranked hit's best message with the top hits'
+  weakest ones, whatever the budget.
+- ``passes``: three fixed passes. The first ``breadth_hits`` hits narrowed to their
+  ``breadth_messages`` best messages; round after round, each of those gets its next message
+  back; further hits narrowed to ``later_messages`` while they fit (a hit that does not fit
+  ends the adding: a later, smaller one would jump the ranking); then the rounds again.
 
-A hit that does not fit ends the adding of hits (a later, smaller one would jump the ranking).
+Concept and subtopic summaries hold no message of their own: with ``defer_summaries`` they take
+only the room the fragments leave.
 """
 
 from __future__ import annotations
@@ -26,6 +33,39 @@ __all__ = ["fit_to_budget"]
 Rerender = Callable[[MemoryHit, Collection[str]], MemoryHit]
 
 
+class _Packing:
+    """The hits shown so far, each whole or narrowed to some of its messages, and the tokens they use."""
+
+    def __init__(
+        self, hits: Sequence[MemoryHit], max_tokens: int, rerender: Rerender, count: Callable[[str], int]
+    ) -> None:
+        self.hits, self.max_tokens, self.rerender, self.count = hits, max_tokens, rerender, count
+        self.shown: dict[int, MemoryHit] = {}
+        self.kept: dict[int, list[str]] = {}
+        self.cost: dict[int, int] = {}
+        self.used = 0
+
+    def narrowable(self, i: int) -> bool:
+        return self.hits[i].kind == "fragment" and len(self.hits[i].focus) > 0
+
+    def attempt(self, i: int, ids: list[str] | None) -> bool:
+        """Show hit ``i`` with only ``ids`` (``None``: whole) if the budget allows; False otherwise."""
+        hit = self.hits[i]
+        if ids is not None and len(ids) < len(hit.focus):
+            hit = self.rerender(hit, ids)
+        c = self.count(hit.text)
+        if self.used - self.cost.get(i, 0) + c > self.max_tokens:
+            return False
+        self.used += c - self.cost.get(i, 0)
+        self.shown[i], self.cost[i] = hit, c
+        if ids is not None:
+            self.kept[i] = ids
+        return True
+
+    def result(self) -> list[MemoryHit]:
+        return [self.shown[i] for i in sorted(self.shown)]
+
+
 def fit_to_budget(
     hits: Sequence[MemoryHit],
     max_tokens: int,
@@ -38,36 +78,46 @@ def fit_to_budget(
     Args:
         hits: ranked hits, best first.
         max_tokens: the budget, counted with ``count`` over each hit's ``text``.
-        config: how many hits and messages the breadth pass shows.
+        config: the strategy and its settings.
         rerender: the hit showing only the given message ids (its headline kept).
         count: tokens of a text.
     """
-    shown: dict[int, MemoryHit] = {}
-    kept: dict[int, list[str]] = {}
-    cost: dict[int, int] = {}
-    used = 0
+    packing = _Packing(hits, max_tokens, rerender, count)
+    if config.strategy == "ranked":
+        _fill_by_value(packing, config)
+    else:
+        _fill_in_passes(packing, config)
+    return packing.result()
 
-    def narrowable(i: int) -> bool:
-        return hits[i].kind == "fragment" and len(hits[i].focus) > 0
 
-    def attempt(i: int, ids: list[str] | None) -> bool:
-        nonlocal used
-        hit = hits[i] if ids is None or len(ids) >= len(hits[i].focus) else rerender(hits[i], ids)
-        c = count(hit.text)
-        if used - cost.get(i, 0) + c > max_tokens:
-            return False
-        used += c - cost.get(i, 0)
-        shown[i], cost[i] = hit, c
-        if ids is not None:
-            kept[i] = ids
-        return True
+def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
+    """Messages by falling value (hit rank, place in the hit's focus); one that does not fit is
+    passed over, and so are the rest of its hit's (a hit shows a prefix of its focus)."""
+    c, decay = config.rank_discount, config.message_decay
+    units: list[tuple[bool, float, int, int]] = []
+    for i, hit in enumerate(packing.hits):
+        deferred = config.defer_summaries and hit.kind != "fragment"
+        places = len(hit.focus) if packing.narrowable(i) else 1
+        units += [(deferred, -(c / (i + c)) * decay**place, i, place) for place in range(places)]
+    for _deferred, _value, i, place in sorted(units):
+        if not packing.narrowable(i):
+            packing.attempt(i, None)
+            continue
+        kept = packing.kept.get(i, [])
+        if len(kept) == place:  # else an earlier message of this hit did not fit
+            packing.attempt(i, [*kept, packing.hits[i].focus[place]])
+
+
+def _fill_in_passes(packing: _Packing, config: ContextConfig) -> None:
+    hits = packing.hits
 
     def add_hits(indexes: Iterable[int], messages: int) -> bool:
         """Show these hits, each narrowed to ``messages`` (to its best one if that is too long),
         until one does not fit (then False)."""
         for i in indexes:
-            ids = list(hits[i].focus[:messages]) if narrowable(i) else None
-            if not attempt(i, ids) and not (ids is not None and len(ids) > 1 and attempt(i, ids[:1])):
+            ids = list(hits[i].focus[:messages]) if packing.narrowable(i) else None
+            fits = packing.attempt(i, ids)
+            if not fits and not (ids is not None and len(ids) > 1 and packing.attempt(i, ids[:1])):
                 return False
         return True
 
@@ -75,9 +125,10 @@ def fit_to_budget(
         grew = True
         while grew:
             grew = False
-            for i in sorted(kept):
-                rest = [m for m in hits[i].focus if m not in kept[i]]
-                if rest and attempt(i, kept[i] + rest[:1]):
+            for i in sorted(packing.kept):
+                kept = packing.kept[i]
+                rest = [m for m in hits[i].focus if m not in kept]
+                if rest and packing.attempt(i, kept + rest[:1]):
                     grew = True
 
     first = min(config.breadth_hits, len(hits))
@@ -86,12 +137,9 @@ def fit_to_budget(
     if all_fit:
         later = list(range(first, len(hits)))
         if config.defer_summaries:
-            # Parent summaries ranked among the later hits hold no message: they wait until the
-            # fragments shown have their messages back.
             add_hits([i for i in later if hits[i].kind == "fragment"], config.later_messages)
             widen()
             add_hits([i for i in later if hits[i].kind != "fragment"], config.later_messages)
         else:
             add_hits(later, config.later_messages)
         widen()  # room left after the later hits (a small memory shows them all): give messages back
-    return [shown[i] for i in sorted(shown)]
