@@ -646,16 +646,24 @@ class MnemisMemory:
             str, NamespaceState
         ] = {}  # one state lookup (a store version check) per namespace per call
 
+        def state(hit: MemoryHit) -> NamespaceState:
+            if hit.namespace not in states:
+                states[hit.namespace] = self._state(hit.namespace)
+            return states[hit.namespace]
+
+        def text_of(hit: MemoryHit, ids: Collection[str]) -> str:
+            with self._lock(hit.namespace):
+                st = state(hit)
+                return render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)[0]
+
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
             with self._lock(hit.namespace):
-                if hit.namespace not in states:
-                    states[hit.namespace] = self._state(hit.namespace)
-                st = states[hit.namespace]
+                st = state(hit)
                 text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
             return replace(hit, text=text, source_ids=shown, metadata=shared, message_metadata=per_message)
 
-        return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens)
+        return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens, text_of)
 
     async def asearch(
         self, query: str, k: int = 10, namespace: str | None = None, **kwargs: Any

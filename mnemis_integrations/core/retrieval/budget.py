@@ -31,16 +31,25 @@ from .results import MemoryHit
 __all__ = ["fit_to_budget"]
 
 Rerender = Callable[[MemoryHit, Collection[str]], MemoryHit]
+TextOf = Callable[[MemoryHit, Collection[str]], str]
 
 
 class _Packing:
-    """The hits shown so far, each whole or narrowed to some of its messages, and the tokens they use."""
+    """The hits shown so far, each whole or narrowed to some of its messages, and the tokens they use.
+
+    A narrowed hit is only measured while the budget is shared (its text rendered and counted); the
+    hits finally shown are built once, at the end: most of what is measured is not kept.
+    """
 
     def __init__(
-        self, hits: Sequence[MemoryHit], max_tokens: int, rerender: Rerender, count: Callable[[str], int]
+        self,
+        hits: Sequence[MemoryHit],
+        max_tokens: int,
+        text_of: TextOf,
+        count: Callable[[str], int],
     ) -> None:
-        self.hits, self.max_tokens, self.rerender, self.count = hits, max_tokens, rerender, count
-        self.shown: dict[int, MemoryHit] = {}
+        self.hits, self.max_tokens, self.text_of, self.count = hits, max_tokens, text_of, count
+        self.shown: dict[int, list[str] | None] = {}  # hit -> the messages it shows (None: whole)
         self.kept: dict[int, list[str]] = {}
         self.cost: dict[int, int] = {}
         self.used = 0
@@ -51,19 +60,21 @@ class _Packing:
     def attempt(self, i: int, ids: list[str] | None) -> bool:
         """Show hit ``i`` with only ``ids`` (``None``: whole) if the budget allows; False otherwise."""
         hit = self.hits[i]
-        if ids is not None and len(ids) < len(hit.focus):
-            hit = self.rerender(hit, ids)
-        c = self.count(hit.text)
+        narrowed = ids is not None and len(ids) < len(hit.focus)
+        c = self.count(self.text_of(hit, ids) if narrowed else hit.text)
         if self.used - self.cost.get(i, 0) + c > self.max_tokens:
             return False
         self.used += c - self.cost.get(i, 0)
-        self.shown[i], self.cost[i] = hit, c
+        self.shown[i], self.cost[i] = (ids if narrowed else None), c
         if ids is not None:
             self.kept[i] = ids
         return True
 
-    def result(self) -> list[MemoryHit]:
-        return [self.shown[i] for i in sorted(self.shown)]
+    def result(self, rerender: Rerender) -> list[MemoryHit]:
+        return [
+            self.hits[i] if (ids := self.shown[i]) is None else rerender(self.hits[i], ids)
+            for i in sorted(self.shown)
+        ]
 
 
 def fit_to_budget(
@@ -72,6 +83,7 @@ def fit_to_budget(
     config: ContextConfig,
     rerender: Rerender,
     count: Callable[[str], int],
+    text_of: TextOf | None = None,
 ) -> list[MemoryHit]:
     """The hits, in their order, narrowed so that their texts total at most ``max_tokens``.
 
@@ -81,13 +93,15 @@ def fit_to_budget(
         config: the strategy and its settings.
         rerender: the hit showing only the given message ids (its headline kept).
         count: tokens of a text.
+        text_of: the text ``rerender`` would give, without building the hit (its metadata);
+            ``None``: ``rerender``'s.
     """
-    packing = _Packing(hits, max_tokens, rerender, count)
+    packing = _Packing(hits, max_tokens, text_of or (lambda hit, ids: rerender(hit, ids).text), count)
     if config.strategy == "ranked":
         _fill_by_value(packing, config)
     else:
         _fill_in_passes(packing, config)
-    return packing.result()
+    return packing.result(rerender)
 
 
 def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
