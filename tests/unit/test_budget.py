@@ -83,6 +83,26 @@ def test_ranked_passes_over_a_hit_whose_best_message_does_not_fit_and_fills_on_w
     assert [(h.node_id, h.source_ids) for h in out] == [("A", ("c",)), ("B", ("e",))]
 
 
+def test_narrowed_hits_are_measured_by_their_text_and_built_once_at_the_end():
+    built, measured = [], []
+    rerender = rerender_from(TABLE)
+
+    def build(h, ids):
+        built.append(h.node_id)
+        return rerender(h, ids)
+
+    def text_of(h, ids):
+        measured.append(h.node_id)
+        return rerender(h, ids).text
+
+    for strategy in ("ranked", "passes"):
+        built.clear()
+        out = fit_to_budget(HITS, 23, ContextConfig(strategy=strategy), build, WORDS, text_of)
+        narrowed = [h.node_id for h in out if len(h.source_ids) < len(TABLE[h.node_id])]
+        assert sorted(built) == sorted(narrowed) and len(measured) > len(built)
+        assert out == fit_to_budget(HITS, 23, ContextConfig(strategy=strategy), rerender, WORDS)
+
+
 def test_ranked_summaries_take_the_room_the_fragments_leave():
     summary = hit("S", {"s": "s" * 8}, "", kind="subtopic")
     hits = [HITS[0], summary, HITS[1], HITS[2]]
