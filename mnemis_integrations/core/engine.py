@@ -651,15 +651,17 @@ class MnemisMemory:
                 states[hit.namespace] = self._state(hit.namespace)
             return states[hit.namespace]
 
+        def rendered(st: NamespaceState, hit: MemoryHit, ids: Collection[str]) -> tuple[str, tuple[str, ...]]:
+            return render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)
+
         def text_of(hit: MemoryHit, ids: Collection[str]) -> str:
             with self._lock(hit.namespace):
-                st = state(hit)
-                return render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)[0]
+                return rendered(state(hit), hit, ids)[0]
 
         def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
             with self._lock(hit.namespace):
                 st = state(hit)
-                text, shown = render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)
+                text, shown = rendered(st, hit, ids)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
             return replace(hit, text=text, source_ids=shown, metadata=shared, message_metadata=per_message)
 

@@ -49,8 +49,9 @@ class _Packing:
         count: Callable[[str], int],
     ) -> None:
         self.hits, self.max_tokens, self.text_of, self.count = hits, max_tokens, text_of, count
-        self.shown: dict[int, list[str] | None] = {}  # hit -> the messages it shows (None: whole)
-        self.kept: dict[int, list[str]] = {}
+        # hit -> the messages it shows, for a narrowable hit (all of them: shown whole); None: a hit
+        # shown whole that has no messages to narrow
+        self.shown: dict[int, list[str] | None] = {}
         self.cost: dict[int, int] = {}
         self.used = 0
 
@@ -60,19 +61,23 @@ class _Packing:
     def attempt(self, i: int, ids: list[str] | None) -> bool:
         """Show hit ``i`` with only ``ids`` (``None``: whole) if the budget allows; False otherwise."""
         hit = self.hits[i]
-        narrowed = ids is not None and len(ids) < len(hit.focus)
-        c = self.count(self.text_of(hit, ids) if narrowed else hit.text)
+        c = self.count(self.text_of(hit, ids) if self.narrowed(i, ids) else hit.text)
         if self.used - self.cost.get(i, 0) + c > self.max_tokens:
             return False
         self.used += c - self.cost.get(i, 0)
-        self.shown[i], self.cost[i] = (ids if narrowed else None), c
-        if ids is not None:
-            self.kept[i] = ids
+        self.shown[i], self.cost[i] = ids, c
         return True
+
+    def narrowed(self, i: int, ids: list[str] | None) -> bool:
+        return ids is not None and len(ids) < len(self.hits[i].focus)
+
+    def messages_shown(self, i: int) -> list[str]:
+        """The messages hit ``i`` shows so far, best match first (none while it is not shown)."""
+        return self.shown.get(i) or []
 
     def result(self, rerender: Rerender) -> list[MemoryHit]:
         return [
-            self.hits[i] if (ids := self.shown[i]) is None else rerender(self.hits[i], ids)
+            rerender(self.hits[i], ids) if self.narrowed(i, ids := self.shown[i]) else self.hits[i]
             for i in sorted(self.shown)
         ]
 
@@ -117,7 +122,7 @@ def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
         if not packing.narrowable(i):
             packing.attempt(i, None)
             continue
-        kept = packing.kept.get(i, [])
+        kept = packing.messages_shown(i)
         if len(kept) == place:  # else an earlier message of this hit did not fit
             packing.attempt(i, [*kept, packing.hits[i].focus[place]])
 
@@ -139,8 +144,8 @@ def _fill_in_passes(packing: _Packing, config: ContextConfig) -> None:
         grew = True
         while grew:
             grew = False
-            for i in sorted(packing.kept):
-                kept = packing.kept[i]
+            for i in sorted(i for i, ids in packing.shown.items() if ids is not None):
+                kept = packing.messages_shown(i)
                 rest = [m for m in hits[i].focus if m not in kept]
                 if rest and packing.attempt(i, kept + rest[:1]):
                     grew = True
