@@ -47,7 +47,8 @@ def main() -> None:
         [{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
         namespace=conv.id,
     )
-    hit_lists = [memory.search(q.text, k=args.k, namespace=conv.id) for q in conv.questions[: args.questions]]
+    asked = conv.questions[: args.questions]
+    hit_lists = [(q.text, memory.search(q.text, k=args.k, namespace=conv.id)) for q in asked]
     configs = {s: MemoryConfig().with_(context={"strategy": s}) for s in STRATEGIES}
 
     print(f"{conv.id}: {len(hit_lists)} questions, k = {args.k}, {args.repeats} interleaved repeats")
@@ -58,8 +59,8 @@ def main() -> None:
         for _ in range(args.repeats):
             for strategy, cfg in configs.items():
                 start = time.perf_counter()
-                for hits in hit_lists:
-                    memory.fit_to_budget(hits, budget, config=cfg)
+                for query, hits in hit_lists:
+                    memory.fit_to_budget(hits, budget, config=cfg, query=query)
                 seconds[strategy] += time.perf_counter() - start
         per_fit = {s: 1000 * t / (args.repeats * len(hit_lists)) for s, t in seconds.items()}
         ratio = seconds["ranked"] / seconds["passes"]

@@ -51,7 +51,7 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
     evidence = [conv.turn_texts[e] for e in q.evidence_ids if e in conv.turn_texts]
     out: dict[str, float | None] = {}
     for b in BUDGETS:
-        fitted = memory.fit_to_budget(hits, b, config=config)
+        fitted = memory.fit_to_budget(hits, b, config=config, query=q.text)
         out[f"R@{b}"] = metrics.budget_recalls([str(h.text) for h in fitted], evidence, [b], count_tokens)[b]
     out["CSF"] = CSF(q, hits, conv)
     return out

@@ -303,6 +303,14 @@ class ContextConfig(_Frozen):
     later_messages: int = Field(
         1, ge=1, description="`passes`: messages each hit after the widened ones shows."
     )
+    excerpt_tokens: int = Field(
+        120,
+        ge=1,
+        description="A message that alone adds more than this many tokens and does not fit the room left "
+        "(a pasted document, a tool's output) is shown as an excerpt of at most this many: its sentences "
+        "sharing the most query terms. Searches with `max_tokens` make excerpts; `fit_to_budget` does "
+        "when given the query.",
+    )
     defer_summaries: bool = Field(
         True,
         description="Concept / subtopic summaries (they hold no message of their own) take only the room "

@@ -36,6 +36,7 @@ from .model import Message, Node, NodeKind, Status
 from .protocols import Builder
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
+from .retrieval.excerpt import excerpt
 from .retrieval.message_match import message_match
 from .retrieval.render import render
 from .retrieval.results import MemoryHit, metadata_of
@@ -626,16 +627,26 @@ class MnemisMemory:
             (time.perf_counter() - t0) * 1000,
             (t1 - t0) * 1000,
         )
-        return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg)
+        return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg, query=query)
 
     def fit_to_budget(
-        self, hits: Sequence[MemoryHit], max_tokens: int, *, config: MemoryConfig | None = None
+        self,
+        hits: Sequence[MemoryHit],
+        max_tokens: int,
+        *,
+        config: MemoryConfig | None = None,
+        query: str | None = None,
     ) -> list[MemoryHit]:
         """The hits, in order, narrowed so their texts total at most ``max_tokens`` (cl100k).
 
         Fragments first show only their best-matching messages (``hit.focus``) so that more
         places fit, then get their other messages back while room is left; ``text`` and
         ``source_ids`` always agree. Tuned by ``config.context``.
+
+        ``query``: the question the hits answer. With it, a message too long for the room left
+        (over ``context.excerpt_tokens``) is shown as an excerpt, its sentences that share the
+        most of the query's terms (``hit.excerpted`` names it); without it such a message is left
+        out.
 
         Raises:
             InvalidQueryError: ``max_tokens`` is not a positive integer.
@@ -651,21 +662,45 @@ class MnemisMemory:
                 states[hit.namespace] = self._state(hit.namespace)
             return states[hit.namespace]
 
-        def rendered(st: NamespaceState, hit: MemoryHit, ids: Collection[str]) -> tuple[str, tuple[str, ...]]:
-            return render(st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus)
+        def rendered(
+            st: NamespaceState, hit: MemoryHit, ids: Collection[str], cut: Collection[str]
+        ) -> tuple[str, tuple[str, ...]]:
+            excerpts = {m: excerpt_of(st, m) for m in cut}
+            return render(
+                st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus, excerpts=excerpts
+            )
 
-        def text_of(hit: MemoryHit, ids: Collection[str]) -> str:
+        excerpts: dict[tuple[str, str], str] = {}  # measured, then shown: made once
+
+        def excerpt_of(st: NamespaceState, message_id: str) -> str:
+            key = (st.namespace, message_id)
+            if key not in excerpts:
+                rarity = {t: st.lexical.idf(t) for t in lexical_terms(query or "")}
+                text = st.messages[message_id].text
+                excerpts[key] = excerpt(text, query or "", cfg.context.excerpt_tokens, count_tokens, rarity)
+            return excerpts[key]
+
+        def text_of(hit: MemoryHit, ids: Collection[str], cut: Collection[str]) -> str:
             with self._lock(hit.namespace):
-                return rendered(state(hit), hit, ids)[0]
+                return rendered(state(hit), hit, ids, cut)[0]
 
-        def rerender(hit: MemoryHit, ids: Collection[str]) -> MemoryHit:
+        def rerender(hit: MemoryHit, ids: Collection[str], cut: Collection[str]) -> MemoryHit:
             with self._lock(hit.namespace):
                 st = state(hit)
-                text, shown = rendered(st, hit, ids)
+                text, shown = rendered(st, hit, ids, cut)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
-            return replace(hit, text=text, source_ids=shown, metadata=shared, message_metadata=per_message)
+            return replace(
+                hit,
+                text=text,
+                source_ids=shown,
+                metadata=shared,
+                message_metadata=per_message,
+                excerpted=tuple(m for m in shown if m in cut),
+            )
 
-        return fit_to_budget(hits, max_tokens, cfg.context, rerender, count_tokens, text_of)
+        return fit_to_budget(
+            hits, max_tokens, cfg.context, rerender, count_tokens, text_of, excerpts=query is not None
+        )
 
     async def asearch(
         self, query: str, k: int = 10, namespace: str | None = None, **kwargs: Any

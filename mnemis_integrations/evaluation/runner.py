@@ -47,8 +47,9 @@ _CORE_MESSAGE_KEYS = ("id", "speaker", "text", "timestamp")
 class System(Protocol):
     """What the runner needs from a system: the engine's own two calls.
 
-    A system may also offer ``fit(hits, budget) -> hits``, its own way of filling a token budget
-    from its ranked hits; without it, hits are packed whole in rank order until the next overflows.
+    A system may also offer ``fit(hits, budget, query) -> hits``, its own way of filling a token
+    budget from its ranked hits for that query; without it, hits are packed whole in rank order
+    until the next overflows.
     """
 
     def ingest(self, messages: Sequence[dict[str, Any]], namespace: str) -> None: ...
@@ -75,9 +76,10 @@ class _MnemisSystem:
     def search(self, query: str, k: int, namespace: str) -> Sequence[Any]:
         return self.memory.search(query, k=k, namespace=namespace)
 
-    def fit(self, hits: Sequence[Any], budget: int) -> Sequence[Any]:
-        """The engine's own packing for a reader's budget (``MnemisMemory.fit_to_budget``)."""
-        return self.memory.fit_to_budget(hits, budget)
+    def fit(self, hits: Sequence[Any], budget: int, query: str | None = None) -> Sequence[Any]:
+        """The engine's own packing for a reader's budget (``MnemisMemory.fit_to_budget``), as
+        ``search(query, max_tokens=budget)`` packs it."""
+        return self.memory.fit_to_budget(hits, budget, query=query)
 
 
 def _recipe_names() -> list[str]:
@@ -209,7 +211,7 @@ class _Asker:
         if hasattr(system, "fit"):
             fitted = {}
             for b in self.budgets:
-                fitted[b], fit_s = self.clock.time(system.fit, hits, b)
+                fitted[b], fit_s = self.clock.time(system.fit, hits, b, q.text)
                 if b == self.budgets[-1]:
                     secs += fit_s
         record = {

@@ -29,6 +29,7 @@ HIT_FIELDS = {
     "namespace",
     "successors",
     "message_metadata",  # the shared message metadata joins these only when the messages carry some
+    "excerpted",
 }
 
 

@@ -187,7 +187,7 @@ def test_a_system_with_its_own_budget_fitting_is_scored_on_it_and_its_plain_pack
         def search(self, query, k, namespace):
             return [whole]
 
-        def fit(self, hits, budget):
+        def fit(self, hits, budget, query):
             fitted_budgets.append(budget)
             return [narrowed] if budget < 40 else list(hits)
 

@@ -34,9 +34,12 @@ def hit(name: str, messages: dict[str, str], focus: str, kind: str = "fragment")
 
 
 def rerender_from(table: dict[str, dict[str, str]]):
-    def rerender(h: MemoryHit, ids) -> MemoryHit:
+    """Renders a hit narrowed to ``ids``; a message in ``cut`` shows as its first 3 characters."""
+
+    def rerender(h: MemoryHit, ids, cut=()) -> MemoryHit:
         shown = tuple(i for i in sorted(table[h.node_id]) if i in set(ids))
-        return replace(h, text="h" + "".join(table[h.node_id][i] for i in shown), source_ids=shown)
+        text = "h" + "".join(table[h.node_id][i][:3] if i in cut else table[h.node_id][i] for i in shown)
+        return replace(h, text=text, source_ids=shown, excerpted=tuple(i for i in shown if i in cut))
 
     return rerender
 
@@ -83,17 +86,39 @@ def test_ranked_passes_over_a_hit_whose_best_message_does_not_fit_and_fills_on_w
     assert [(h.node_id, h.source_ids) for h in out] == [("A", ("c",)), ("B", ("e",))]
 
 
+@pytest.mark.parametrize("strategy", ["ranked", "passes"])
+def test_a_message_too_long_for_the_room_left_is_shown_as_an_excerpt_when_excerpts_are_on(strategy):
+    table = {**TABLE, "L": {"x": "x" * 30, "y": "yy"}}
+    too_long = hit("L", table["L"], "xy")
+    cfg = ContextConfig(strategy=strategy, excerpt_tokens=10)
+    out = fit_to_budget([too_long, *HITS], 12, cfg, rerender_from(table), WORDS, excerpts=True)
+    assert out[0].node_id == "L" and out[0].text == "hxxxyy" and out[0].excerpted == ("x",)
+    assert sum(len(h.text) for h in out) <= 12
+    # off: passed over as before; a message within excerpt_tokens is never cut
+    off = fit_to_budget([too_long, *HITS], 12, cfg, rerender_from(table), WORDS)
+    assert "L" not in [h.node_id for h in off]
+    short = fit_to_budget(
+        [too_long, *HITS],
+        12,
+        cfg.model_copy(update={"excerpt_tokens": 40}),
+        rerender_from(table),
+        WORDS,
+        excerpts=True,
+    )
+    assert "L" not in [h.node_id for h in short] and not any(h.excerpted for h in short)
+
+
 def test_narrowed_hits_are_measured_by_their_text_and_built_once_at_the_end():
     built, measured = [], []
     rerender = rerender_from(TABLE)
 
-    def build(h, ids):
+    def build(h, ids, cut):
         built.append(h.node_id)
-        return rerender(h, ids)
+        return rerender(h, ids, cut)
 
-    def text_of(h, ids):
+    def text_of(h, ids, cut):
         measured.append(h.node_id)
-        return rerender(h, ids).text
+        return rerender(h, ids, cut).text
 
     for strategy in ("ranked", "passes"):
         built.clear()
@@ -265,3 +290,33 @@ def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
     assert set(top.source_ids) == {"q", "a", "r"}
     assert top.focus[0] == "a"  # John's own answer, though Tim's lines match "books" better
     assert fragment("what books are great?").focus[0] != "a"
+
+
+REPORT = (
+    "The team met on Monday to go over the agenda for the quarter. " * 12
+    + "Revenue in the Berlin office grew by 14 percent, driven by two new enterprise customers. "
+    + "Costs in Madrid fell after the office move. "
+    + "Everyone agreed to meet again next month to review the hiring plan. " * 12
+)
+
+
+def test_a_long_message_is_shown_by_its_matching_sentences_when_the_budget_has_no_room_for_it():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(
+        [
+            {"id": "doc", "speaker": "tool", "text": REPORT},
+            {"id": "q", "speaker": "user", "text": "Can you check the quarterly report?"},
+        ],
+        namespace="u1",
+    )
+    assert count_tokens(REPORT) > 300
+    query = "How much did revenue in Berlin grow?"
+    hits = mem.search(query, k=5, namespace="u1", max_tokens=200)
+    shown = [h for h in hits if "doc" in h.source_ids]
+    assert shown and shown[0].excerpted == ("doc",)
+    assert "Berlin office grew by 14 percent" in shown[0].text and "agenda" not in shown[0].text
+    assert sum(count_tokens(h.text) for h in hits) <= 200
+    # the whole report without a budget; without the query the fitter cannot cut it, so leaves it out
+    whole = mem.search(query, k=5, namespace="u1")
+    assert any(REPORT.strip() in h.text and not h.excerpted for h in whole)
+    assert not any("doc" in h.source_ids for h in mem.fit_to_budget(whole, 200))

@@ -19,6 +19,10 @@ between places and depth:
 
 Concept and subtopic summaries hold no message of their own: with ``defer_summaries`` they take
 only the room the fragments leave.
+
+A message that alone adds more than ``excerpt_tokens`` (a pasted document, a tool's output) and
+does not fit the room left is shown cut to an excerpt, when the caller can make one
+(:mod:`.excerpt`): whole or not at all, it would never be shown under a small budget.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from .results import MemoryHit
 
 __all__ = ["fit_to_budget"]
 
-Rerender = Callable[[MemoryHit, Collection[str]], MemoryHit]
-TextOf = Callable[[MemoryHit, Collection[str]], str]
+# (hit, the messages it shows, those of them shown as an excerpt)
+Rerender = Callable[[MemoryHit, Collection[str], Collection[str]], MemoryHit]
+TextOf = Callable[[MemoryHit, Collection[str], Collection[str]], str]
 
 
 class _Packing:
@@ -47,25 +52,44 @@ class _Packing:
         max_tokens: int,
         text_of: TextOf,
         count: Callable[[str], int],
+        excerpt_tokens: int = 0,
     ) -> None:
         self.hits, self.max_tokens, self.text_of, self.count = hits, max_tokens, text_of, count
+        self.excerpt_tokens = excerpt_tokens  # 0: no excerpts
         # hit -> the messages it shows, for a narrowable hit (all of them: shown whole); None: a hit
         # shown whole that has no messages to narrow
         self.shown: dict[int, list[str] | None] = {}
         self.cost: dict[int, int] = {}
+        self.cut: dict[int, frozenset[str]] = {}  # hit -> its messages shown as an excerpt
         self.used = 0
+        self._measured = 0  # the tokens of the last text tried
 
     def narrowable(self, i: int) -> bool:
         return self.hits[i].kind == "fragment" and len(self.hits[i].focus) > 0
 
     def attempt(self, i: int, ids: list[str] | None) -> bool:
-        """Show hit ``i`` with only ``ids`` (``None``: whole) if the budget allows; False otherwise."""
+        """Show hit ``i`` with only ``ids`` (``None``: whole) if the budget allows; False otherwise.
+
+        The last of ``ids``, when it alone adds more than ``excerpt_tokens`` and does not fit
+        whole, is tried as an excerpt."""
+        cut = self.cut.get(i, frozenset())
+        if self._try(i, ids, cut):
+            return True
+        added = self._measured - self.cost.get(i, 0)
+        if ids and self.excerpt_tokens and ids[-1] not in cut and added > self.excerpt_tokens:
+            return self._try(i, ids, cut | {ids[-1]})
+        return False
+
+    def _try(self, i: int, ids: list[str] | None, cut: frozenset[str]) -> bool:
         hit = self.hits[i]
-        c = self.count(self.text_of(hit, ids) if self.narrowed(i, ids) else hit.text)
+        narrowed = self.narrowed(i, ids) or bool(cut)
+        c = self._measured = self.count(self.text_of(hit, ids or (), cut) if narrowed else hit.text)
         if self.used - self.cost.get(i, 0) + c > self.max_tokens:
             return False
         self.used += c - self.cost.get(i, 0)
         self.shown[i], self.cost[i] = ids, c
+        if cut:
+            self.cut[i] = cut
         return True
 
     def narrowed(self, i: int, ids: list[str] | None) -> bool:
@@ -76,10 +100,13 @@ class _Packing:
         return self.shown.get(i) or []
 
     def result(self, rerender: Rerender) -> list[MemoryHit]:
-        return [
-            rerender(self.hits[i], ids) if self.narrowed(i, ids := self.shown[i]) else self.hits[i]
-            for i in sorted(self.shown)
-        ]
+        out = []
+        for i in sorted(self.shown):
+            ids, cut = self.shown[i], self.cut.get(i, frozenset())
+            out.append(
+                rerender(self.hits[i], ids or (), cut) if self.narrowed(i, ids) or cut else self.hits[i]
+            )
+        return out
 
 
 def fit_to_budget(
@@ -89,6 +116,7 @@ def fit_to_budget(
     rerender: Rerender,
     count: Callable[[str], int],
     text_of: TextOf | None = None,
+    excerpts: bool = False,
 ) -> list[MemoryHit]:
     """The hits, in their order, narrowed so that their texts total at most ``max_tokens``.
 
@@ -100,8 +128,15 @@ def fit_to_budget(
         count: tokens of a text.
         text_of: the text ``rerender`` would give, without building the hit (its metadata);
             ``None``: ``rerender``'s.
+        excerpts: the callbacks can show a message as an excerpt (``config.excerpt_tokens``).
     """
-    packing = _Packing(hits, max_tokens, text_of or (lambda hit, ids: rerender(hit, ids).text), count)
+    packing = _Packing(
+        hits,
+        max_tokens,
+        text_of or (lambda hit, ids, cut: rerender(hit, ids, cut).text),
+        count,
+        config.excerpt_tokens if excerpts else 0,
+    )
     if config.strategy == "ranked":
         _fill_by_value(packing, config)
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from ..model import Node, NodeKind
@@ -20,6 +20,7 @@ def render(
     only: Collection[str] | None = None,
     as_of: datetime | None = None,
     order: Sequence[str] = (),
+    excerpts: Mapping[str, str] | None = None,
 ) -> tuple[str, tuple[str, ...]]:
     """(text, source ids shown in it).
 
@@ -29,6 +30,7 @@ def render(
     match first), so a reader meets the lines that answer before the rest. A subtopic or concept
     gives its path and the summaries beneath it (no raw text, so no source ids). With ``as_of``, a
     subtopic sums up only the fragments complete by then, so a time-travel answer shows no later text.
+    ``excerpts``: message id -> the text shown for it instead of the whole (a budget's excerpt).
     """
     if node.kind == NodeKind.FRAGMENT:
         msgs = st.fragment_messages(node.id)
@@ -44,7 +46,8 @@ def render(
             rank = {m: i for i, m in enumerate(order)}
             msgs = sorted(msgs, key=lambda m: rank.get(m.id, len(rank)))
         head = f"[{when}] {line}".strip() if when else line
-        lines = [head] + [f"{m.speaker}: {m.text}" for m in msgs]
+        cut = excerpts or {}
+        lines = ([head] if head else []) + [f"{m.speaker}: {cut.get(m.id, m.text)}" for m in msgs]
         return "\n".join(lines), tuple(m.id for m in msgs)
     if node.kind == NodeKind.SUBTOPIC and as_of is not None:
         done = [

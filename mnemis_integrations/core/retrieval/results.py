@@ -55,6 +55,8 @@ class MemoryHit:
             concept or subtopic, which shows no message.
         message_metadata: message id -> that message's metadata, for the messages in
             ``source_ids`` that carry any.
+        excerpted: the messages of ``source_ids`` that ``text`` shows only in part: a token budget
+            had no room for the whole message and kept its sentences matching the query.
     """
 
     node_id: str
@@ -74,6 +76,7 @@ class MemoryHit:
     focus: tuple[str, ...] = field(default_factory=tuple)
     metadata: dict[str, Any] = field(default_factory=dict, hash=False)
     message_metadata: dict[str, dict[str, Any]] = field(default_factory=dict, hash=False)
+    excerpted: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def path_str(self) -> str:
@@ -99,6 +102,7 @@ class MemoryHit:
             "focus": list(self.focus),
             "metadata": dict(self.metadata),
             "message_metadata": {m: dict(md) for m, md in self.message_metadata.items()},
+            "excerpted": list(self.excerpted),
         }
 
     def to_metadata(self) -> dict[str, Any]:

