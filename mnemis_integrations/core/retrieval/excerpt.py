@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 
 from ..text import lexical_terms
 
@@ -18,6 +19,22 @@ __all__ = ["excerpt", "sentences"]
 # A sentence ends at . ! ? (or their CJK forms) before a space, or at a line break.
 _ENDS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _GAP = "…"
+
+
+def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
+    """``text``'s lines, each with its line number; a line over half ``max_tokens`` is cut into its
+    sentences. A transcript's turn stays whole; a long paragraph gives its sentences.
+
+    >>> passages("ann: hi there. ok\\nbob: A long line. It goes on.", 8, lambda s: len(s.split()))
+    [('ann: hi there. ok', 0), ('bob: A long line.', 1), ('It goes on.', 1)]
+    """
+    out: list[tuple[str, int]] = []
+    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
+        if count(line) <= max_tokens // 2:
+            out.append((line, n))
+        else:
+            out += [(s, n) for s in sentences(line)]
+    return out
 
 
 def sentences(text: str) -> list[str]:
@@ -50,48 +67,66 @@ def excerpt(
     count: Callable[[str], int],
     rarity: Mapping[str, float] | None = None,
 ) -> str:
-    """At most ``max_tokens`` of ``text``: its sentences holding the most of ``query``'s terms, in order.
+    """At most ``max_tokens`` of ``text``: its passages (short lines whole, else sentences:
+    :func:`passages`) holding the most of ``query``'s terms, in order.
 
-    A sentence scores the summed ``rarity`` (default 1) of the query terms it holds; the best
+    A passage scores the summed ``rarity`` (default 1) of the query terms it holds; the best
     are taken while they fit, ties by position; with no query word anywhere the text's opening
-    sentences are taken. Left-out text is marked ``…``; a best sentence longer than the limit
+    passages are taken. Left-out text is marked ``…``; a best passage longer than the limit
     alone is cut at a word.
 
     >>> doc = "Intro here. Costs in Madrid fell. Berlin revenue grew by 9%. Outro."
     >>> excerpt(doc, "Berlin revenue?", 8, lambda s: len(s.split()))
     '… Berlin revenue grew by 9%. …'
-    >>> excerpt(doc, "Tokyo?", 7, lambda s: len(s.split()))
+    >>> excerpt(doc, "Tokyo?", 9, lambda s: len(s.split()))
     'Intro here. Costs in Madrid fell. …'
     """
-    parts = sentences(text)
-    if not parts:
+    units, sizes, terms = _analysed(text, max_tokens, count)
+    if not units:
         return ""
     weight = rarity or {}
     wanted = set(lexical_terms(query))
-    scores = [sum(weight.get(t, 1.0) for t in set(lexical_terms(p)) & wanted) for p in parts]
-    matching = sorted((i for i in range(len(parts)) if scores[i]), key=lambda i: (-scores[i], i))
-    taken: set[int] = set()
-    if not matching:  # nothing matches: the opening reads best
-        for i in range(len(parts)):
-            if count(_join(parts, taken | {i})) > max_tokens:
-                break
-            taken.add(i)
-    for i in matching:  # the best first; one that does not fit leaves room for a shorter one
-        if count(_join(parts, taken | {i})) <= max_tokens:
-            taken.add(i)
+    scores = [sum(weight.get(t, 1.0) for t in held & wanted) for held in terms]
+    matching = sorted((i for i in range(len(units)) if scores[i]), key=lambda i: (-scores[i], i))
+    # Passages are measured once (a long message is met again by every search that finds it); a
+    # selection is estimated as their sum plus a token for each separator and the closing gap
+    # mark, then the excerpt itself is measured and trimmed, weakest passage first, until it fits.
+    taken: list[int] = []
+    room = max_tokens - 1
+    for i in matching or range(len(units)):  # nothing matches: the opening reads best
+        if sizes[i] + 1 <= room:
+            taken.append(i)
+            room -= sizes[i] + 1
+        elif not matching:
+            break
+    while taken and count(_join(units, set(taken))) > max_tokens:
+        taken.pop()
     if not taken:
-        return _cut(parts[matching[0] if matching else 0], max_tokens, count)
-    return _join(parts, taken)
+        return _cut(units[matching[0] if matching else 0][0], max_tokens, count)
+    return _join(units, set(taken))
 
 
-def _join(parts: list[str], taken: set[int]) -> str:
-    out: list[str] = []
+@lru_cache(maxsize=256)
+def _analysed(
+    text: str, max_tokens: int, count: Callable[[str], int]
+) -> tuple[list[tuple[str, int]], list[int], list[frozenset[str]]]:
+    """A text's passages, each one's tokens and its lexical terms."""
+    units = passages(text, max_tokens, count)
+    return units, [count(u) for u, _ in units], [frozenset(lexical_terms(u)) for u, _ in units]
+
+
+def _join(units: list[tuple[str, int]], taken: set[int]) -> str:
+    """The taken passages in order: a line break between lines, ``…`` where passages were left out."""
+    out = ""
     last = -1
     for i in sorted(taken):
+        text, line = units[i]
+        if last >= 0:
+            out += "\n" if line != units[last][1] else " "
         if i != last + 1:
-            out.append(_GAP)
-        out.append(parts[i])
+            out += _GAP + " "
+        out += text
         last = i
-    if last != len(parts) - 1:
-        out.append(_GAP)
-    return " ".join(out)
+    if last != len(units) - 1:
+        out += " " + _GAP
+    return out
