@@ -116,6 +116,11 @@ def main() -> None:
         print(
             f"| {b} | {ex[0] / asked:.3f} | {lo[0] / asked:.3f} | {ex[1] / asked:.3f} | {lo[1] / asked:.3f} |"
         )
+    per_fit = {mode: 1000 * t / (asked * len(BUDGETS)) for mode, t in seconds.items()}
+    print(
+        f"fitting: {per_fit['excerpts']:.2f} ms with excerpts, {per_fit['left out']:.2f} ms without "
+        f"({seconds['excerpts'] / seconds['left out']:.2f}x, same run, alternating)"
+    )
 
 
 if __name__ == "__main__":
