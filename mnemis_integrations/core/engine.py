@@ -33,6 +33,7 @@ from .filters import MetadataFilter
 from .graph import MemoryGraph
 from .messages import coerce_messages, parse_moment, same_content, validate_namespace
 from .model import Message, Node, NodeKind, Status
+from .passages import windows
 from .protocols import Builder
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
@@ -291,6 +292,7 @@ class MnemisMemory:
                 stored.vector_keys,
                 stored.vectors,
                 version=stored.version,
+                passages=stored.passages,
             )
         with self._guard:
             self._states[namespace] = st
@@ -304,10 +306,17 @@ class MnemisMemory:
         new_messages: Sequence[Message] = (),
         new_vectors: np.ndarray | None = None,
         removed_messages: Sequence[str] = (),
+        new_passages: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         """Persist what changed in ``st`` since it was read or last written, if the store is still
         at the version ``st`` was read at (the one write path of every change to a namespace)."""
-        delta = Delta(st.graph.take_changes(), list(new_messages), new_vectors, list(removed_messages))
+        delta = Delta(
+            st.graph.take_changes(),
+            list(new_messages),
+            new_vectors,
+            dict(new_passages or {}),
+            list(removed_messages),
+        )
         if not delta:
             return
         # The embedder id and dimension commit with the first write, so no crash can separate them.
@@ -381,6 +390,7 @@ class MnemisMemory:
         t0 = time.perf_counter()
         msgs = coerce_messages(messages, self.config.limits)
         embedded: dict[str, np.ndarray] = {}  # a retry re-embeds nothing
+        windows_of: dict[str, np.ndarray] = {}  # a long message's window vectors (core.passages)
         times: dict[str, float] = {}
 
         bar = _progress_bar(len(msgs), namespace) if show_progress else None
@@ -396,6 +406,10 @@ class MnemisMemory:
                         strict=True,
                     )
                 )
+                for m in part:
+                    pieces = windows(m.text, self.config.build.passage_tokens, count_tokens)
+                    if pieces:
+                        windows_of[m.id] = self.embedder.embed_passages([f"{m.speaker}: {w}" for w in pieces])
                 if bar is not None:
                     bar.update(len(part))
 
@@ -431,9 +445,11 @@ class MnemisMemory:
                     self._states[namespace] = st
             fresh = [replace(m, seq=st.seq_end + i) for i, m in enumerate(fresh)]
             st.seq_end += len(fresh)  # a failed attempt drops the whole state, this with it
+            passages = {m.id: windows_of[m.id] for m in fresh if m.id in windows_of}
+            st.add_passages(passages)
             rep = self.builder.ingest(st, fresh, vectors)
             t3 = time.perf_counter()
-            self._write(namespace, st, new_messages=fresh, new_vectors=vectors)
+            self._write(namespace, st, new_messages=fresh, new_vectors=vectors, new_passages=passages)
             times.update(
                 validate_s=t1 - t0, embed_s=t2 - t1, build_s=t3 - t2, persist_s=time.perf_counter() - t3
             )

@@ -5,6 +5,7 @@ graph and message vectors, never embedded twice."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from .indexes.incremental import BuildIndex
 from .indexes.lexical import LexicalIndex
 from .indexes.vector import VectorIndex
 from .model import EdgeKind, Message, Node, NodeKind
+from .passages import passage_key
 from .text import content_words
 
 __all__ = ["NamespaceState"]
@@ -29,6 +31,8 @@ class NamespaceState:
     graph: MemoryGraph
     messages: dict[str, Message] = field(default_factory=dict)
     msg_vectors: VectorIndex = None  # type: ignore[assignment]
+    # a long message's windows (core.passages), keyed passage_key(message id, n)
+    passage_vectors: VectorIndex = None  # type: ignore[assignment]
     node_vectors: VectorIndex = None  # type: ignore[assignment]
     lexical: LexicalIndex = field(default_factory=LexicalIndex)
     entities: EntityIndex = field(default_factory=EntityIndex)
@@ -47,6 +51,8 @@ class NamespaceState:
     def __post_init__(self):
         if self.msg_vectors is None:
             self.msg_vectors = VectorIndex(self.dim)
+        if self.passage_vectors is None:
+            self.passage_vectors = VectorIndex(self.dim)
         if self.node_vectors is None:
             self.node_vectors = VectorIndex(self.dim)
 
@@ -64,14 +70,34 @@ class NamespaceState:
         msg_keys: list[str],
         msg_vecs: np.ndarray,
         version: int = 0,
+        passages: dict[str, np.ndarray] | None = None,
     ) -> NamespaceState:
         st = cls(namespace=namespace, dim=dim, graph=graph, version=version)
         st.messages = {m.id: m for m in sorted(messages, key=lambda m: m.seq)}
         st.seq_end = max((m.seq for m in messages), default=-1) + 1
         st.msg_vectors.upsert(msg_keys, msg_vecs)
+        st.add_passages(passages or {})
         st.lexical.add(list(st.messages), [m.text for m in st.messages.values()])
         st.rederive()
         return st
+
+    def add_passages(self, passages: dict[str, np.ndarray]) -> None:
+        """Index long messages' window vectors (message id -> one row per window)."""
+        keys = [passage_key(m, n) for m, rows in passages.items() for n in range(len(rows))]
+        if keys:
+            self.passage_vectors.upsert(
+                keys, np.concatenate([np.asarray(r, np.float32) for r in passages.values()])
+            )
+
+    def passages_of(self, message_ids: Iterable[str]) -> list[str]:
+        """The passage keys of these messages (none for a message with one vector)."""
+        keys = []
+        for m in message_ids:
+            n = 0
+            while (key := passage_key(m, n)) in self.passage_vectors:
+                keys.append(key)
+                n += 1
+        return keys
 
     def rederive(self) -> None:
         """Rebuild what derives from the graph (message -> fragment map, fragment document

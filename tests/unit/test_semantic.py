@@ -125,3 +125,16 @@ def test_outside_a_scope_a_fragments_messages_are_no_evidence_and_its_centroid_s
     centroid = float(st.centroid_of("f") @ EMB.embed_queries([query])[0])
     assert _semantic(st, query).raw["f"] != pytest.approx(centroid, abs=1e-6)
     assert _semantic(st, query, messages={"m3"}).raw["f"] == pytest.approx(centroid, abs=1e-6)
+
+
+def test_a_long_message_matches_as_well_as_its_best_window():
+    # m3 ("Green tea.") stands for a long message whose own vector read only its opening; one of its
+    # windows (core.passages) says what the query asks: the message matches as that window does.
+    query = "the refund timed out"
+    plain = _semantic(toy_state(TWO_MESSAGES), query, threshold=NEVER)
+    st = toy_state(TWO_MESSAGES)
+    st.add_passages({"m3": EMB.embed_passages(["Lunch at noon.", "The refund timed out."])})
+    windowed = _semantic(st, query, threshold=NEVER)
+    assert windowed.raw["g"] > plain.raw["g"]  # its best message is the window; its centroid is not
+    assert windowed.message_scores["m3"] > plain.message_scores["m3"]
+    assert windowed.raw["f"] == plain.raw["f"]

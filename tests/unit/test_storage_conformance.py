@@ -150,6 +150,35 @@ def test_message_metadata_is_stored_with_the_message_and_removed_with_it(store):
     assert {m.id: m.metadata for m in store.load("u1", DIM).messages} == {"m1": {}, "m2": {"n": 2**62}}
 
 
+def test_a_long_messages_passage_vectors_are_kept_with_it_and_removed_with_it(store):
+    """A message's window vectors (core.passages) load back beside its own vector, the others have
+    none, the dimension still reads right, and a removed message takes them with it."""
+    g = MemoryGraph("u1")
+    for i in range(3):
+        _fragment(g, i, f"note {i}")
+    own, windows = _vecs(3), _vecs(4, seed=1)
+    msgs = [_msg(i, f"note {i}") for i in range(3)]
+    v1 = _write(store, g, 0, new_messages=msgs, new_vectors=own, new_passages={"m1": windows})
+    loaded = store.load("u1", DIM)
+    assert np.array_equal(loaded.vectors[loaded.vector_keys.index("m1")], own[1])
+    assert list(loaded.passages) == ["m1"] and np.array_equal(loaded.passages["m1"], windows)
+    assert store.stored_dim() == DIM
+    _write(store, g, v1, removed_messages=["m1"])
+    again = store.load("u1", DIM)
+    assert again.passages == {} and sorted(again.vector_keys) == ["m0", "m2"]
+
+
+def test_a_format_2_sqlite_file_opens_and_is_marked_format_3_which_older_readers_refuse(tmp_path):
+    path = tmp_path / "m.db"
+    store = SQLiteStore(path)
+    v = _write(store, MemoryGraph("u1"), 0, new_messages=[_msg(0, "kept")], new_vectors=_vecs(1))
+    store.set_meta("format_version", "2")
+    store.close()
+    reopened = SQLiteStore(path)
+    assert reopened.get_meta("format_version") == "3" and reopened.load("u1", DIM).version == v
+    reopened.close()
+
+
 def test_a_format_1_sqlite_file_is_converted_on_open(tmp_path):
     path = tmp_path / "old.db"
     g = MemoryGraph("u1")

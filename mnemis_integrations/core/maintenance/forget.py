@@ -94,6 +94,7 @@ def forget_messages(
         st.messages.pop(m, None)
         st.msg_fragment.pop(m, None)
     st.msg_vectors.remove(gone)
+    st.passage_vectors.remove(st.passages_of(gone))  # the store's row held them: they go with it
     st.lexical.remove(gone)
     for tokens in old_tokens.values():
         st.df.subtract(tokens)

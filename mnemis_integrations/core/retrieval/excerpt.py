@@ -8,42 +8,15 @@ fit, in their order, with ``…`` where text was left out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
+from ..passages import passages
 from ..text import lexical_terms
 
-__all__ = ["excerpt", "sentences"]
+__all__ = ["excerpt"]
 
-# A sentence ends at . ! ? (or their CJK forms) before a space, or at a line break.
-_ENDS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _GAP = "…"
-
-
-def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
-    """``text``'s lines, each with its line number; a line over half ``max_tokens`` is cut into its
-    sentences. A transcript's turn stays whole; a long paragraph gives its sentences.
-
-    >>> passages("ann: hi there. ok\\nbob: A long line. It goes on.", 8, lambda s: len(s.split()))
-    [('ann: hi there. ok', 0), ('bob: A long line.', 1), ('It goes on.', 1)]
-    """
-    out: list[tuple[str, int]] = []
-    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
-        if count(line) <= max_tokens // 2:
-            out.append((line, n))
-        else:
-            out += [(s, n) for s in sentences(line)]
-    return out
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` cut into its sentences (and lines), blanks dropped.
-
-    >>> sentences("Berlin grew. Madrid fell!\\nNext line 好的。再见")
-    ['Berlin grew.', 'Madrid fell!', 'Next line 好的。', '再见']
-    """
-    return [s.strip() for s in _ENDS.split(text) if s and s.strip()]
 
 
 def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
@@ -68,7 +41,7 @@ def excerpt(
     rarity: Mapping[str, float] | None = None,
 ) -> str:
     """At most ``max_tokens`` of ``text``: its passages (short lines whole, else sentences:
-    :func:`passages`) holding the most of ``query``'s terms, in order.
+    :func:`~..passages.passages`) holding the most of ``query``'s terms, in order.
 
     A passage scores the summed ``rarity`` (default 1) of the query terms it holds; the best
     are taken while they fit, ties by position; with no query word anywhere the text's opening

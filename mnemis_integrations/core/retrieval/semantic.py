@@ -12,6 +12,7 @@ import numpy as np
 
 from ..config import SemanticConfig
 from ..model import NodeKind
+from ..passages import passage_owner
 from ..state import NamespaceState
 from .cache import is_large, memo
 
@@ -118,6 +119,8 @@ def semantic_path(
         msg_sims = st.msg_vectors.search(qvec)
         if messages is not None:
             msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
+        if len(st.passage_vectors):
+            _best_windows(msg_sims, st.passage_vectors.search(qvec))
         ids_iter = allowed
     if cfg.speaker_boost > 0 and speakers and msg_sims:
         named = {n.lower() for n in speakers}
@@ -128,6 +131,22 @@ def semantic_path(
     result = _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
     result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
     return result
+
+
+def _best_windows(msg_sims: dict[str, float], window_sims: dict[str, float]) -> None:
+    """A long message matches as well as its best window (``core.passages``) when that beats its
+    own vector, which stands for what the embedder read of it: the opening only.
+
+    >>> from mnemis_integrations.core.passages import passage_key
+    >>> sims = {"m": 0.80, "n": 0.90}
+    >>> _best_windows(sims, {passage_key("m", 0): 0.85, passage_key("m", 1): 0.83, passage_key("x", 0): 0.99})
+    >>> sims
+    {'m': 0.85, 'n': 0.9}
+    """
+    for key, s in window_sims.items():
+        m = passage_owner(key)
+        if m in msg_sims and s > msg_sims[m]:
+            msg_sims[m] = s
 
 
 def _message_scores(
@@ -173,6 +192,8 @@ def _coarse(
             k for k, _ in st.node_vectors.nearest(qvec, FUNNEL_NODES, keep=allowed.__contains__)
         )
         near = [k for k, _ in st.msg_vectors.nearest(qvec, FUNNEL_MESSAGES, keep=messages.__contains__)]
+    windows = st.passage_vectors.top(qvec, FUNNEL_MESSAGES) if len(st.passage_vectors) else {}
+    near = list(near) + [m for m in map(passage_owner, windows) if messages is None or m in messages]
     for m in near:
         f = st.msg_fragment.get(m)
         if f is not None:
@@ -210,6 +231,7 @@ def _coarse(
     ]
     msgs = list(dict.fromkeys(msgs))
     msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist(), strict=True))
+    _best_windows(msg_sims, windows)
     return ids, node_sims, msg_sims
 
 

@@ -33,6 +33,8 @@ __all__ = [
     "StoredNamespace",
     "message_from_row",
     "native_errors_as_store_errors",
+    "split_rows",
+    "vector_rows",
 ]
 
 T = TypeVar("T")
@@ -90,6 +92,34 @@ class StoredNamespace:
     vector_keys: list[str]
     vectors: np.ndarray
     version: int  # the version these rows were read at (in the same transaction)
+    passages: dict[str, np.ndarray] = field(default_factory=dict)  # message id -> its passage vectors
+
+
+def vector_rows(delta: Delta) -> list[tuple[Message, np.ndarray]]:
+    """Each new message of ``delta`` with the vector rows a store keeps for it, as one float32
+    array: its own vector, then its passages' (``core.passages``). A store keeps them together, so
+    a message removed takes its passage vectors with it."""
+    if not delta.new_messages:
+        return []
+    out = []
+    for m, v in zip(delta.new_messages, delta.new_vectors, strict=True):  # type: ignore[arg-type]
+        rows = [np.asarray(v, np.float32).reshape(1, -1)]
+        if m.id in delta.new_passages:
+            rows.append(np.asarray(delta.new_passages[m.id], np.float32))
+        out.append((m, np.concatenate(rows)))
+    return out
+
+
+def split_rows(
+    keyed_rows: list[tuple[str, np.ndarray]], dim: int
+) -> tuple[list[str], np.ndarray, dict[str, np.ndarray]]:
+    """``(message ids, their vectors, passage vectors by message)`` from the rows a store kept per
+    message (:func:`vector_rows`), each a flat or 2-D float32 array."""
+    keys = [k for k, _ in keyed_rows]
+    shaped = [np.asarray(r, np.float32).reshape(-1, dim) for _, r in keyed_rows]
+    vectors = np.stack([r[0] for r in shaped]) if shaped else np.zeros((0, dim), np.float32)
+    passages = {k: r[1:] for k, r in zip(keys, shaped, strict=True) if len(r) > 1}
+    return keys, vectors, passages
 
 
 @dataclass
@@ -99,6 +129,7 @@ class Delta:
     graph: GraphChanges = field(default_factory=GraphChanges)
     new_messages: list[Message] = field(default_factory=list)
     new_vectors: np.ndarray | None = None  # one row per new message
+    new_passages: dict[str, np.ndarray] = field(default_factory=dict)  # new message id -> passage rows
     removed_messages: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:

@@ -3,8 +3,9 @@
 Layout of the graph ``mnemis:<namespace>``:
 
 - ``(:Message {id, seq, speaker, text, timestamp, metadata, vec})``: raw messages; ``metadata`` is
-  the caller's flat dict as JSON (absent when empty); ``vec`` is the float32
-  vector, base64 (reading FalkorDB ``vecf32`` values back costs ~1 ms per vector in the client,
+  the caller's flat dict as JSON (absent when empty); ``vec`` is the float32 vector (a long
+  message's window vectors after it, ``core.passages``), base64 (reading FalkorDB ``vecf32``
+  values back costs ~1 ms per vector in the client,
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
 - ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
   the memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
@@ -45,13 +46,15 @@ from .base import (
     StoredNamespace,
     message_from_row,
     native_errors_as_store_errors,
+    split_rows,
+    vector_rows,
 )
 
 __all__ = ["FORMAT_VERSION", "FalkorDBStore"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 _PREFIX = "mnemis:"
 _META_GRAPH = "mnemis__meta"
 _SEQ_KEY = "mnemis__write_seq"
@@ -60,7 +63,8 @@ _ORD_STEP = 1 << 20  # element order: version * step + position in the write
 _Q_META_GET = "MATCH (m:Meta {key: $key}) RETURN m.value"
 _Q_META_SET = "MERGE (m:Meta {key: $key}) SET m.value = $value"
 _Q_VERSION = "MATCH (:Meta {key: 'version'})-[v:VERSION]->() RETURN v.value"
-_Q_DIM = "MATCH (m:Message) RETURN m.vec LIMIT 1"
+# a long message's vec also holds its passage vectors: the shortest is one vector
+_Q_DIM = "MATCH (m:Message) RETURN m.vec ORDER BY size(m.vec) LIMIT 1"
 _Q_NODES = "MATCH (n:Node) OPTIONAL MATCH (n)-[s:STATE]->(n) RETURN coalesce(s.data, n.data) ORDER BY n.ord"
 _Q_EDGES = "MATCH (:Node)-[e:EDGE]->(:Node) RETURN e.data ORDER BY e.ord"
 _Q_MESSAGES = (
@@ -132,7 +136,10 @@ _Q_UPGRADE_2 = (
     "MATCH (v:Meta {key: 'version'}) WHERE v.value IS NOT NULL "
     "CREATE (v)-[:VERSION {value: v.value}]->(v) SET v.value = NULL"
 )
-_UPGRADES = {"1": (_Q_UPGRADE_1, _Q_UPGRADE_2), "2": (_Q_UPGRADE_2,)}
+# Format 4 lets a message's ``vec`` hold a long message's window vectors after its own
+# (core.passages): a format 3 message reads the same, so nothing to convert; an older reader would
+# misread such a message, and the new mark makes it refuse the graph instead.
+_UPGRADES = {"1": (_Q_UPGRADE_1, _Q_UPGRADE_2), "2": (_Q_UPGRADE_2,), "3": ()}
 # The relation path's bounded traversal in Cypher: distance from each seed entity to every
 # hierarchy node within ``h`` hops over the allowed edge kinds, both directions. A hop bound
 # cannot be a parameter in a variable-length pattern, so there is one constant query per bound.
@@ -322,17 +329,9 @@ class FalkorDBStore:
             if self.version(namespace) == before:
                 break
         messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, _, md in rows]
-        arr = (
-            np.stack([_vec_in(r[5]) for r in rows]).reshape(len(rows), dim)
-            if rows
-            else np.zeros((0, dim), np.float32)
-        )
+        keys, arr, passages = split_rows([(r[0], _vec_in(r[5])) for r in rows], dim)
         return StoredNamespace(
-            {"namespace": namespace, "nodes": nodes, "edges": edges},
-            messages,
-            [m.id for m in messages],
-            arr,
-            before,
+            {"namespace": namespace, "nodes": nodes, "edges": edges}, messages, keys, arr, before, passages
         )
 
     @_typed
@@ -360,7 +359,6 @@ class FalkorDBStore:
     @staticmethod
     def _params(delta: Delta, new: int) -> dict:
         g = delta.graph
-        vectors = delta.new_vectors if delta.new_messages else []
         return {
             "removed_nodes": list(g.removed_nodes),
             "removed_edges": [{"src": s, "dst": d, "key": k} for s, d, k in g.removed_edges],
@@ -402,7 +400,7 @@ class FalkorDBStore:
                     "metadata": json.dumps(m.metadata, ensure_ascii=False) if m.metadata else None,
                     "vec": _vec_out(v),
                 }
-                for m, v in zip(delta.new_messages, vectors, strict=True)
+                for m, v in vector_rows(delta)
             ],
         }
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph import edge_key
 from ..model import Message
-from .base import ConcurrentWriteError, Delta, StoredNamespace
+from .base import ConcurrentWriteError, Delta, StoredNamespace, split_rows, vector_rows
 
 __all__ = ["InMemoryStore"]
 
@@ -44,7 +44,7 @@ class InMemoryStore:
     def stored_dim(self) -> int | None:
         for ns in self._ns.values():
             for v in ns.vectors.values():
-                return int(v.shape[0])
+                return int(v.shape[-1])
         return None
 
     def namespaces(self) -> list[str]:
@@ -59,8 +59,7 @@ class InMemoryStore:
             ns = self._ns.get(namespace)
             if ns is None:
                 return None
-            keys = list(ns.vectors)
-            vecs = np.stack([ns.vectors[k] for k in keys]) if keys else np.zeros((0, dim), np.float32)
+            keys, vecs, passages = split_rows(list(ns.vectors.items()), dim)
             return StoredNamespace(
                 {
                     "namespace": namespace,
@@ -71,6 +70,7 @@ class InMemoryStore:
                 keys,
                 vecs,
                 ns.version,
+                passages,
             )
 
     def write(
@@ -99,9 +99,9 @@ class InMemoryStore:
             for mid in delta.removed_messages:
                 ns.messages.pop(mid, None)
                 ns.vectors.pop(mid, None)
-            for i, m in enumerate(delta.new_messages):
+            for m, rows in vector_rows(delta):
                 ns.messages[m.id] = m.detached()
-                ns.vectors[m.id] = np.array(delta.new_vectors[i], np.float32)
+                ns.vectors[m.id] = rows
             self._ns[namespace] = ns
             return ns.version
 

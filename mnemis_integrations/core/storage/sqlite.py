@@ -1,7 +1,8 @@
 """Single-file persistent store (SQLite): many namespaces, one transaction per write.
 
 Layout: ``messages`` (raw text; ``metadata`` the caller's flat dict as JSON, NULL when empty),
-``vectors`` (float32 bytes per message, so a reopened store never re-embeds), ``nodes`` and
+``vectors`` (float32 bytes per message, so a reopened store never re-embeds: its own vector, then
+a long message's window vectors, ``core.passages``), ``nodes`` and
 ``edges`` (one row per graph element with its JSON, so a write touches only what changed),
 ``versions`` (each namespace's version, taken from the store-wide sequence ``meta.write_seq`` so
 it never goes back) and ``meta`` (format version, embedder id, dimension). Plain data only, never
@@ -31,6 +32,8 @@ from .base import (
     StoredNamespace,
     message_from_row,
     native_errors_as_store_errors,
+    split_rows,
+    vector_rows,
 )
 
 __all__ = ["FORMAT_VERSION", "SQLiteStore"]
@@ -38,7 +41,7 @@ __all__ = ["FORMAT_VERSION", "SQLiteStore"]
 logger = logging.getLogger(__name__)
 
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 _OPEN_ATTEMPTS = 100  # x 50 ms
 
 _SCHEMA = """
@@ -85,6 +88,8 @@ class SQLiteStore:
             elif version == "1":
                 logger.info("upgrading memory store %r from format 1 to %s", self.path, FORMAT_VERSION)
                 self._upgrade_from_1()
+            elif version == "2":
+                self._upgrade_from_2()
             elif version != FORMAT_VERSION:
                 raise StoreError(
                     f"store {self.path!r} has format {version}; this version reads format {FORMAT_VERSION}"
@@ -137,6 +142,16 @@ class SQLiteStore:
             self._conn.execute("DROP TABLE graphs")
             self._conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (FORMAT_VERSION,))
 
+    def _upgrade_from_2(self) -> None:
+        """Format 3 lets a ``vectors`` row hold a long message's window vectors after its own
+        (``core.passages``); a format 2 row is a format 3 row, so only the mark changes. An older
+        reader would misread such a row: the new mark makes it refuse the file instead."""
+        with self._transaction():
+            if self._conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()[0] == "2":
+                self._conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'format_version'", (FORMAT_VERSION,)
+                )
+
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         with self._lock:
@@ -163,8 +178,9 @@ class SQLiteStore:
     def stored_dim(self) -> int | None:
         """Vector dimension from the stored rows (for stores written before the meta row existed)."""
         with self._lock:
-            row = self._conn.execute("SELECT length(vec) FROM vectors LIMIT 1").fetchone()
-        return int(row[0]) // 4 if row else None
+            # a long message's row also holds its passage vectors: the shortest row is one vector
+            row = self._conn.execute("SELECT min(length(vec)) FROM vectors").fetchone()
+        return int(row[0]) // 4 if row and row[0] else None
 
     @_typed
     def namespaces(self) -> list[str]:
@@ -225,18 +241,13 @@ class SQLiteStore:
             finally:
                 self._conn.execute("COMMIT")
         messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, md in msgs]
-        keys = [k for k, _ in vecs]
-        arr = (
-            np.stack([np.frombuffer(b, dtype=np.float32) for _, b in vecs]).reshape(len(vecs), dim)
-            if vecs
-            else np.zeros((0, dim), np.float32)
-        )
+        keys, arr, passages = split_rows([(k, np.frombuffer(b, dtype=np.float32)) for k, b in vecs], dim)
         graph = {
             "namespace": namespace,
             "nodes": [json.loads(r[0]) for r in nodes],
             "edges": [json.loads(r[0]) for r in edges],
         }
-        return StoredNamespace(graph, messages, keys, arr, int(row[0]))
+        return StoredNamespace(graph, messages, keys, arr, int(row[0]), passages)
 
     # Upserts keep a row's rowid, so rows read back in the order their elements were first made.
     def _put_nodes(self, namespace: str, nodes: list[dict]) -> None:
@@ -299,12 +310,7 @@ class SQLiteStore:
             )
             self._conn.executemany(
                 "INSERT INTO vectors (namespace, id, vec) VALUES (?, ?, ?)",
-                [
-                    (namespace, m.id, np.asarray(v, np.float32).tobytes())
-                    for m, v in zip(
-                        delta.new_messages, delta.new_vectors if delta.new_messages else [], strict=True
-                    )
-                ],
+                [(namespace, m.id, rows.tobytes()) for m, rows in vector_rows(delta)],
             )
         return version
 

@@ -1,0 +1,84 @@
+"""A long message's passages: the pieces it is read and shown by.
+
+An embedder reads a bounded window (e5: its first 512 tokens) and one vector stands for the whole
+of what it read, so the later part of a pasted document or a tool's output is found by its words
+alone. A message over twice ``BuildConfig.passage_tokens`` also gets one vector per window of at
+most that many tokens (:func:`windows`); search reads a message's match as its best window's.
+Budget fitting shows a long message by its passages matching the query (``retrieval.excerpt``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["PASSAGE_KEY", "passage_key", "passage_owner", "passages", "sentences", "windows"]
+
+# A sentence ends at . ! ? (or their CJK forms) before a space, or at a line break.
+_ENDS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+PASSAGE_KEY = "\x1f"  # between a message id and its window's number, in the passage vector index
+
+
+def passage_key(message_id: str, n: int) -> str:
+    return f"{message_id}{PASSAGE_KEY}{n}"
+
+
+def passage_owner(key: str) -> str:
+    """The message id of a passage key (a message id may itself hold the separator).
+
+    >>> passage_owner(passage_key("m\\x1fx", 3))
+    'm\\x1fx'
+    """
+    return key.rsplit(PASSAGE_KEY, 1)[0]
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into its sentences (and lines), blanks dropped.
+
+    >>> sentences("Berlin grew. Madrid fell!\\nNext line 好的。再见")
+    ['Berlin grew.', 'Madrid fell!', 'Next line 好的。', '再见']
+    """
+    return [s.strip() for s in _ENDS.split(text) if s and s.strip()]
+
+
+def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
+    """``text``'s lines, each with its line number; a line over half ``max_tokens`` is cut into its
+    sentences. A transcript's turn stays whole; a long paragraph gives its sentences.
+
+    >>> passages("ann: hi there. ok\\nbob: A long line. It goes on.", 8, lambda s: len(s.split()))
+    [('ann: hi there. ok', 0), ('bob: A long line.', 1), ('It goes on.', 1)]
+    """
+    out: list[tuple[str, int]] = []
+    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
+        if count(line) <= max_tokens // 2:
+            out.append((line, n))
+        else:
+            out += [(s, n) for s in sentences(line)]
+    return out
+
+
+def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """``text`` in consecutive windows of at most about ``max_tokens`` (its :func:`passages`
+    joined while they fit; a passage longer than that is a window alone), or ``[]`` when the
+    text is within twice ``max_tokens``: its own vector reads it whole.
+
+    >>> windows("a b c. d e f. g h i. j k l. m n o.", 6, lambda s: len(s.split()))
+    ['a b c. d e f.', 'g h i. j k l.', 'm n o.']
+    >>> windows("a b c. d e f.", 6, lambda s: len(s.split()))
+    []
+    """
+    if max_tokens <= 0 or count(text) <= 2 * max_tokens:
+        return []
+    out: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for part, _line in passages(text, 2 * max_tokens, count):
+        n = count(part)
+        if cur and size + n > max_tokens:
+            out.append(" ".join(cur))
+            cur, size = [], 0
+        cur.append(part)
+        size += n
+    if cur:
+        out.append(" ".join(cur))
+    return out

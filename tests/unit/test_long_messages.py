@@ -1,0 +1,46 @@
+"""A long message (a pasted document, a tool's output) gets a vector per window besides its own
+(``core/passages.py``): made at ingest for long messages only, kept by the store with the message,
+read back on reopen, and erased with it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mnemis_integrations import MemoryConfig, MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.passages import windows
+from mnemis_integrations.core.tokens import count_tokens
+
+REPORT = "The team met on Monday to go over the agenda for the quarter. " * 40 + (
+    "Revenue in the Berlin office grew by 14 percent."
+)
+CHAT = [
+    {"id": "doc", "speaker": "tool", "text": REPORT},
+    {"id": "q", "speaker": "user", "text": "Can you check the quarterly report?"},
+]
+
+
+def test_a_long_message_gets_window_vectors_that_the_store_keeps_and_forget_erases(tmp_path):
+    path = tmp_path / "m.db"
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    mem.add_messages(CHAT, namespace="u1")
+    pieces = windows(REPORT, mem.config.build.passage_tokens, count_tokens)
+    assert len(pieces) >= 2 and "Berlin" in pieces[-1]
+    st = mem._state("u1")
+    keys = st.passages_of(["doc"])
+    assert len(keys) == len(pieces) and st.passages_of(["q"]) == []  # a short message: one vector
+    made = st.passage_vectors.get_many(keys)
+
+    reopened = MnemisMemory(path=path, embedder=HashingEmbedder())._state("u1")
+    assert np.array_equal(reopened.passage_vectors.get_many(reopened.passages_of(["doc"])), made)
+
+    mem.forget(["doc"], namespace="u1")
+    assert mem._state("u1").passages_of(["doc"]) == [] and len(mem._state("u1").passage_vectors) == 0
+    again = MnemisMemory(path=path, embedder=HashingEmbedder())._state("u1")
+    assert len(again.passage_vectors) == 0 and list(again.messages) == ["q"]
+
+
+def test_no_window_vectors_when_passage_tokens_is_zero():
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"passage_tokens": 0}))
+    mem.add_messages(CHAT, namespace="u1")
+    assert len(mem._state("u1").passage_vectors) == 0
