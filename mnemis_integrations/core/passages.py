@@ -67,7 +67,8 @@ def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str
     >>> windows("a b c. d e f.", 6, lambda s: len(s.split()))
     []
     """
-    if max_tokens <= 0 or count(text) <= 2 * max_tokens:
+    # A token is at least one byte: most messages are ruled out without the tokenizer.
+    if max_tokens <= 0 or len(text.encode("utf-8")) <= 2 * max_tokens or count(text) <= 2 * max_tokens:
         return []
     out: list[str] = []
     cur: list[str] = []
