@@ -5,6 +5,7 @@ read back on reopen, and erased with it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mnemis_integrations import MemoryConfig, MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -44,3 +45,29 @@ def test_no_window_vectors_when_passage_tokens_is_zero():
     mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"passage_tokens": 0}))
     mem.add_messages(CHAT, namespace="u1")
     assert len(mem._state("u1").passage_vectors) == 0
+
+
+def test_the_funnel_reads_a_long_message_by_its_best_window_as_the_exact_path_does(monkeypatch):
+    from mnemis_integrations.core.recipes import DEFAULT
+    from mnemis_integrations.core.retrieval import cache as rcache
+    from mnemis_integrations.core.retrieval.semantic import semantic_path
+
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(CHAT, namespace="u1")
+    st = mem._state("u1")
+    query = "How much did revenue in the Berlin office grow?"
+    qvec = mem.embedder.embed_queries([query])[0]
+    allowed = {n.id for n in st.graph.nodes() if n.kind.value in ("fragment", "subtopic", "concept")}
+    doc = st.msg_fragment["doc"]
+
+    def raw() -> float:
+        return semantic_path(st, qvec, query, DEFAULT.semantic, 1.01, allowed).raw[doc]
+
+    monkeypatch.setattr(rcache, "FUNNEL_MIN_NODES", 10**9)
+    exact = raw()
+    monkeypatch.setattr(rcache, "FUNNEL_MIN_NODES", 0)
+    assert raw() == pytest.approx(exact)
+    # and the window lifted it: without windows the same fragment reads lower
+    keys = st.passages_of(["doc"])
+    st.passage_vectors.remove(keys)
+    assert raw() < exact
