@@ -59,13 +59,16 @@ def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tu
 
 def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
     """``text`` in consecutive windows of at most about ``max_tokens`` (its :func:`passages`
-    joined while they fit; a passage longer than that is a window alone), or ``[]`` when the
-    text is within twice ``max_tokens``: its own vector reads it whole.
+    joined while they fit; a longer passage, such as a JSON payload or a run of clauses with no
+    full stop, cut into even pieces), or ``[]`` when the text is within twice ``max_tokens``: its
+    own vector reads it whole.
 
     >>> windows("a b c. d e f. g h i. j k l. m n o.", 6, lambda s: len(s.split()))
     ['a b c. d e f.', 'g h i. j k l.', 'm n o.']
     >>> windows("a b c. d e f.", 6, lambda s: len(s.split()))
     []
+    >>> windows("a b c d e f g h i j k l m n", 6, lambda s: len(s.split()))
+    ['a b c d e', 'f g h i j', 'k l m n']
     """
     # A token is at least one byte: most messages are ruled out without the tokenizer.
     if max_tokens <= 0 or len(text.encode("utf-8")) <= 2 * max_tokens or count(text) <= 2 * max_tokens:
@@ -73,13 +76,31 @@ def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str
     out: list[str] = []
     cur: list[str] = []
     size = 0
-    for part, _line in passages(text, 2 * max_tokens, count):
-        n = count(part)
-        if cur and size + n > max_tokens:
-            out.append(" ".join(cur))
-            cur, size = [], 0
-        cur.append(part)
-        size += n
+    for whole, _line in passages(text, 2 * max_tokens, count):
+        for part in _pieces(whole, max_tokens, count):
+            n = count(part)
+            if cur and size + n > max_tokens:
+                out.append(" ".join(cur))
+                cur, size = [], 0
+            cur.append(part)
+            size += n
     if cur:
         out.append(" ".join(cur))
     return out
+
+
+def _pieces(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """``text`` as is when within ``max_tokens``, else cut into as many even pieces as it needs:
+    by words, or by characters when it has too few (Chinese without a full stop, a long token).
+
+    >>> _pieces("一二三四五六", 2, len)
+    ['一二', '三四', '五六']
+    """
+    n = count(text)
+    if n <= max_tokens:
+        return [text]
+    k = -(-n // max_tokens)
+    words = text.split(" ")
+    units, joiner = (words, " ") if len(words) >= k else (list(text), "")
+    step = -(-len(units) // k)
+    return [joiner.join(units[i : i + step]) for i in range(0, len(units), step)]

@@ -71,3 +71,17 @@ def test_the_funnel_reads_a_long_message_by_its_best_window_as_the_exact_path_do
     keys = st.passages_of(["doc"])
     st.passage_vectors.remove(keys)
     assert raw() < exact
+
+
+def test_a_payload_with_no_sentences_is_cut_into_even_windows():
+    import json
+
+    payload = json.dumps(
+        [{"id": i, "city": "Berlin" if i == 90 else "Madrid", "revenue": i * 13} for i in range(100)]
+    )
+    chinese = "我们今天讨论了季度预算和招聘计划，" * 80  # clauses, no full stop
+    for text in (payload, chinese):
+        pieces = windows(text, 200, count_tokens)
+        assert len(pieces) >= count_tokens(text) // 200
+        assert all(count_tokens(p) <= 220 for p in pieces)
+        assert "".join(pieces).replace(" ", "") == text.replace(" ", "")  # nothing lost, in order
