@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["PASSAGE_KEY", "passage_key", "passage_owner", "passages", "sentences", "windows"]
+__all__ = ["PASSAGE_KEY", "passage_key", "passage_owner", "passages", "pieces", "sentences", "windows"]
 
 # A sentence ends at . ! ? (or their CJK forms) before a space, or at a line break.
 _ENDS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
@@ -77,7 +77,7 @@ def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str
     cur: list[str] = []
     size = 0
     for whole, _line in passages(text, 2 * max_tokens, count):
-        for part in _pieces(whole, max_tokens, count):
+        for part in pieces(whole, max_tokens, count):
             n = count(part)
             if cur and size + n > max_tokens:
                 out.append(" ".join(cur))
@@ -89,11 +89,11 @@ def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str
     return out
 
 
-def _pieces(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+def pieces(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
     """``text`` as is when within ``max_tokens``, else cut into as many even pieces as it needs:
     by words, or by characters when it has too few (Chinese without a full stop, a long token).
 
-    >>> _pieces("一二三四五六", 2, len)
+    >>> pieces("一二三四五六", 2, len)
     ['一二', '三四', '五六']
     """
     n = count(text)

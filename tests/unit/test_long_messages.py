@@ -85,3 +85,15 @@ def test_a_payload_with_no_sentences_is_cut_into_even_windows():
         assert len(pieces) >= count_tokens(text) // 200
         assert all(count_tokens(p) <= 220 for p in pieces)
         assert "".join(pieces).replace(" ", "") == text.replace(" ", "")  # nothing lost, in order
+
+
+def test_a_tool_payload_is_shown_by_the_piece_that_matches_under_a_small_budget():
+    import json
+
+    rows = [{"id": i, "city": "Berlin" if i == 90 else "Madrid", "revenue": i * 13} for i in range(100)]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages([{"id": "t", "speaker": "tool", "text": json.dumps(rows)}], namespace="u1")
+    hits = mem.search("Berlin revenue", k=3, namespace="u1", max_tokens=200)
+    shown = [h for h in hits if h.excerpted == ("t",)]
+    assert shown and '"city": "Berlin"' in shown[0].text
+    assert sum(count_tokens(h.text) for h in hits) <= 200

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from ..passages import passages
+from ..passages import passages, pieces
 from ..text import lexical_terms
 
 __all__ = ["excerpt"]
@@ -83,8 +83,13 @@ def excerpt(
 def _analysed(
     text: str, max_tokens: int, count: Callable[[str], int]
 ) -> tuple[list[tuple[str, int]], list[int], list[frozenset[str]]]:
-    """A text's passages, each one's tokens and its lexical terms."""
-    units = passages(text, max_tokens, count)
+    """A text's passages, each one's tokens and its lexical terms; a passage longer than the limit
+    (a JSON payload, clauses with no full stop) in even pieces of half of it, so the part that
+    matches can be shown."""
+    units = []
+    for unit, line in passages(text, max_tokens, count):
+        cut = count(unit) > max_tokens
+        units += [(piece, line) for piece in (pieces(unit, max_tokens // 2, count) if cut else [unit])]
     return units, [count(u) for u, _ in units], [frozenset(lexical_terms(u)) for u, _ in units]
 
 
