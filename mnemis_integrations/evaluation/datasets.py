@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,6 +26,7 @@ __all__ = [
     "EvidenceStats",
     "Question",
     "Session",
+    "core_message",
     "format_session_date",
     "load_locomo",
     "normalise_evidence",
@@ -74,6 +75,19 @@ class Session:
     index: int
     start: datetime
     message_ids: tuple[str, ...]
+
+
+CORE_MESSAGE_KEYS = ("id", "speaker", "text", "timestamp")
+
+
+def core_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a :class:`Conversation` message that a memory ingests (the turn baselines'
+    ``session`` keys left out).
+
+    >>> core_message({"id": "D1:1", "speaker": "ann", "text": "hi", "timestamp": None, "session": 1})
+    {'id': 'D1:1', 'speaker': 'ann', 'text': 'hi', 'timestamp': None}
+    """
+    return {k: message[k] for k in CORE_MESSAGE_KEYS if k in message}
 
 
 @dataclass

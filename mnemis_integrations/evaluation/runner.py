@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..errors import ConfigError
 from . import metrics
 from .baselines import BM25Retriever, Chunk3Retriever, DenseRetriever, EmbeddingCache, HybridRetriever
-from .datasets import Benchmark, Conversation, Question
+from .datasets import Benchmark, Conversation, Question, core_message
 from .streaming import stream_plan
 
 __all__ = [
@@ -41,7 +41,6 @@ DEFAULT_BUDGETS = (256, 512, 1024, 2048)
 # 50 single turns of LoCoMo average ~40 tokens each, enough to fill the 2048 budget.
 DEFAULT_K = 50
 REFERENCE_SYSTEM = "dense"
-_CORE_MESSAGE_KEYS = ("id", "speaker", "text", "timestamp")
 
 
 class System(Protocol):
@@ -70,7 +69,7 @@ class _MnemisSystem:
         self.memory = memory
 
     def ingest(self, messages: Sequence[dict[str, Any]], namespace: str) -> None:
-        core = [{k: m[k] for k in _CORE_MESSAGE_KEYS if k in m} for m in messages]
+        core = [core_message(m) for m in messages]
         self.memory.add_messages(core, namespace=namespace)
 
     def search(self, query: str, k: int, namespace: str) -> Sequence[Any]:

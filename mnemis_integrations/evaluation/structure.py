@@ -32,6 +32,7 @@ from .scenario_data import Scenario, Supersession
 
 __all__ = [
     "combine",
+    "fragments_under",
     "hierarchy_counts",
     "inspector",
     "scenario_structure",
@@ -44,7 +45,7 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _fragments(graph: MemoryGraph, node_id: str) -> list[Node]:
+def fragments_under(graph: MemoryGraph, node_id: str) -> list[Node]:
     """Fragments at or under ``node_id`` in the hierarchy (archived ones left out)."""
     out, seen, todo = [], {node_id}, [node_id]
     while todo:
@@ -101,7 +102,7 @@ def update_accuracy(graph: MemoryGraph, supersessions: Sequence[Supersession]) -
 def _groups(graph: MemoryGraph, kind: NodeKind) -> list[tuple[str, set[str]]]:
     """(node id, message ids under it) for every node of ``kind`` (archived ones left out)."""
     return [
-        (n.id, {m for f in _fragments(graph, n.id) for m in f.source_ids})
+        (n.id, {m for f in fragments_under(graph, n.id) for m in f.source_ids})
         for n in graph.nodes(kind)
         if n.status != Status.ARCHIVED
     ]
