@@ -406,10 +406,15 @@ class MnemisMemory:
                         strict=True,
                     )
                 )
-                for m in part:
-                    pieces = windows(m.text, self.config.build.passage_tokens, count_tokens)
-                    if pieces:
-                        windows_of[m.id] = self.embedder.embed_passages([f"{m.speaker}: {w}" for w in pieces])
+                # a long message's windows, the part's in one call (core.passages)
+                cut = {m.id: windows(m.text, self.config.build.passage_tokens, count_tokens) for m in part}
+                texts = [f"{m.speaker}: {w}" for m in part for w in cut[m.id]]
+                if texts:
+                    rows, start = self.embedder.embed_passages(texts), 0
+                    for m in part:
+                        if cut[m.id]:
+                            windows_of[m.id] = rows[start : start + len(cut[m.id])]
+                            start += len(cut[m.id])
                 if bar is not None:
                     bar.update(len(part))
 
@@ -660,7 +665,7 @@ class MnemisMemory:
         ``source_ids`` always agree. Tuned by ``config.context``.
 
         ``query``: the question the hits answer. With it, a message too long for the room left
-        (over ``context.excerpt_tokens``) is shown as an excerpt, its sentences that share the
+        (over ``context.excerpt_tokens``) is shown as an excerpt, its passages that share the
         most of the query's terms (``hit.excerpted`` names it); without it such a message is left
         out.
 
@@ -681,20 +686,20 @@ class MnemisMemory:
         def rendered(
             st: NamespaceState, hit: MemoryHit, ids: Collection[str], cut: Collection[str]
         ) -> tuple[str, tuple[str, ...]]:
-            excerpts = {m: excerpt_of(st, m) for m in cut}
+            cut_texts = {m: excerpt_of(st, m) for m in cut}
             return render(
-                st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus, excerpts=excerpts
+                st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus, excerpts=cut_texts
             )
 
-        excerpts: dict[tuple[str, str], str] = {}  # measured, then shown: made once
+        made: dict[tuple[str, str], str] = {}  # an excerpt is measured, then shown: made once
 
         def excerpt_of(st: NamespaceState, message_id: str) -> str:
             key = (st.namespace, message_id)
-            if key not in excerpts:
+            if key not in made:
                 rarity = {t: st.lexical.idf(t) for t in lexical_terms(query or "")}
                 text = st.messages[message_id].text
-                excerpts[key] = excerpt(text, query or "", cfg.context.excerpt_tokens, count_tokens, rarity)
-            return excerpts[key]
+                made[key] = excerpt(text, query or "", cfg.context.excerpt_tokens, count_tokens, rarity)
+            return made[key]
 
         def text_of(hit: MemoryHit, ids: Collection[str], cut: Collection[str]) -> str:
             with self._lock(hit.namespace):

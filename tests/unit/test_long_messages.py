@@ -31,6 +31,7 @@ def test_a_long_message_gets_window_vectors_that_the_store_keeps_and_forget_eras
     keys = st.passages_of(["doc"])
     assert len(keys) == len(pieces) and st.passages_of(["q"]) == []  # a short message: one vector
     made = st.passage_vectors.get_many(keys)
+    assert np.allclose(made, HashingEmbedder().embed_passages([f"tool: {w}" for w in pieces]), atol=1e-6)
 
     reopened = MnemisMemory(path=path, embedder=HashingEmbedder())._state("u1")
     assert np.array_equal(reopened.passage_vectors.get_many(reopened.passages_of(["doc"])), made)
@@ -97,3 +98,14 @@ def test_a_tool_payload_is_shown_by_the_piece_that_matches_under_a_small_budget(
     shown = [h for h in hits if h.excerpted == ("t",)]
     assert shown and '"city": "Berlin"' in shown[0].text
     assert sum(count_tokens(h.text) for h in hits) <= 200
+
+
+def test_window_vectors_of_several_long_messages_added_at_once_belong_to_each():
+    other = "Lunch plans for the offsite were discussed at length by everyone present. " * 40
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages([*CHAT, {"id": "doc2", "speaker": "ann", "text": other}], namespace="u1")
+    st = mem._state("u1")
+    for mid, speaker, text in (("doc", "tool", REPORT), ("doc2", "ann", other)):
+        pieces = windows(text, mem.config.build.passage_tokens, count_tokens)
+        expected = HashingEmbedder().embed_passages([f"{speaker}: {w}" for w in pieces])
+        assert np.allclose(st.passage_vectors.get_many(st.passages_of([mid])), expected, atol=1e-6)
