@@ -821,7 +821,7 @@ class MnemisMemory:
                 st = self._current_state(ns)
                 present = [i for i in ids if st is not None and i in st.msg_vectors]
                 if present:
-                    cosines.append(st.msg_vectors.similarities(qvec, present))
+                    cosines.append(st.message_similarities(qvec, present))
                     terms += [st.lexical.terms(i) for i in present]
                     keys += [(ns, i) for i in present]
         if not keys:

@@ -89,6 +89,17 @@ class NamespaceState:
                 keys, np.concatenate([np.asarray(r, np.float32) for r in passages.values()])
             )
 
+    def message_similarities(self, qvec: np.ndarray, message_ids: list[str]) -> np.ndarray:
+        """Each message's cosine to ``qvec``, a long message's as its best window's when higher
+        (``core.passages``): what its own vector read is only its opening."""
+        sims = self.msg_vectors.similarities(qvec, message_ids)
+        if len(self.passage_vectors):
+            for i, m in enumerate(message_ids):
+                keys = self.passages_of([m])
+                if keys:
+                    sims[i] = max(float(sims[i]), float(self.passage_vectors.similarities(qvec, keys).max()))
+        return sims
+
     def passages_of(self, message_ids: Iterable[str]) -> list[str]:
         """The passage keys of these messages (none for a message with one vector)."""
         keys = []

@@ -109,3 +109,16 @@ def test_window_vectors_of_several_long_messages_added_at_once_belong_to_each():
         pieces = windows(text, mem.config.build.passage_tokens, count_tokens)
         expected = HashingEmbedder().embed_passages([f"{speaker}: {w}" for w in pieces])
         assert np.allclose(st.passage_vectors.get_many(st.passages_of([mid])), expected, atol=1e-6)
+
+
+def test_score_messages_reads_a_long_message_by_its_best_window():
+    query = "How much did revenue in the Berlin office grow?"
+    scores = {}
+    for tokens in (200, 0):
+        mem = MnemisMemory(
+            embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"passage_tokens": tokens})
+        )
+        mem.add_messages(CHAT, namespace="u1")
+        scores[tokens] = mem.score_messages(query, {"u1": ["doc", "q"]})
+    assert scores[200][("u1", "doc")] > scores[0][("u1", "doc")]
+    assert scores[200][("u1", "q")] == scores[0][("u1", "q")]  # a short message reads as before
