@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="vector cache (.npz) for the session documents")
     ap.add_argument("--excerpt-tokens", type=int, default=None, help="ContextConfig.excerpt_tokens")
     ap.add_argument("--passage-tokens", type=int, default=None, help="BuildConfig.passage_tokens (0: off)")
+    ap.add_argument("--conversations", default=None, help="comma-separated conversation ids (default: all)")
     ap.add_argument("--config", default=None, help='MemoryConfig sections as JSON, e.g. {"semantic": {...}}')
     args = ap.parse_args()
 
@@ -88,7 +89,10 @@ def main() -> None:
     lengths: list[int] = []
     seconds = {"excerpts": 0.0, "left out": 0.0}
     first = [0, 0, 0]  # evidence turns whose session is the first fragment hit, among the first 3; all
+    wanted = set(args.conversations.split(",")) if args.conversations else None
     for conv in bench.conversations:
+        if wanted is not None and conv.id not in wanted:
+            continue
         docs = session_documents(conv)
         session_of = {m["id"]: f"s{m['session']}" for m in conv.messages}
         lengths += [count_tokens(d["text"]) for d in docs]

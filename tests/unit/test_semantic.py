@@ -138,3 +138,15 @@ def test_a_long_message_matches_as_well_as_its_best_window():
     assert windowed.raw["g"] > plain.raw["g"]  # its best message is the window; its centroid is not
     assert windowed.message_scores["m3"] > plain.message_scores["m3"]
     assert windowed.raw["f"] == plain.raw["f"]
+
+
+def test_topic_smoothing_passes_over_a_fragment_that_holds_a_document():
+    # windows equal to m3's own vector change nothing but what m3 is: a document (core.passages)
+    plain = toy_state(TWO_MESSAGES)
+    doc = toy_state(TWO_MESSAGES)
+    doc.add_passages({"m3": doc.msg_vectors.get_many(["m3", "m3"])})
+    smoothed = _semantic(plain, "green tea", topic_smoothing=0.5).scores
+    as_document = _semantic(doc, "green tea", topic_smoothing=0.5).scores
+    unsmoothed = _semantic(plain, "green tea", topic_smoothing=0.0).scores
+    assert as_document["g"] == pytest.approx(unsmoothed["g"]) != pytest.approx(smoothed["g"])
+    assert as_document["f"] == pytest.approx(smoothed["f"])  # a fragment of turns is smoothed as before

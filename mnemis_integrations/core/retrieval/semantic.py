@@ -12,7 +12,7 @@ import numpy as np
 
 from ..config import SemanticConfig
 from ..model import NodeKind
-from ..passages import passage_owner
+from ..passages import passage_key, passage_owner
 from ..state import NamespaceState
 from .cache import is_large, memo
 
@@ -315,8 +315,25 @@ def _mix(
             ]
         )
         ts = cfg.topic_smoothing
-        score = np.where(kinds, (1 - ts) * score + ts * parent_norm, score)
+        smoothed = kinds & ~_documents(st, ids) if len(st.passage_vectors) else kinds
+        score = np.where(smoothed, (1 - ts) * score + ts * parent_norm, score)
     return score
+
+
+def _documents(st: NamespaceState, ids: list[str]) -> np.ndarray:
+    """Which of ``ids`` are fragments holding a document (a message with window vectors,
+    ``core.passages``). Topic smoothing passes them over: a document is a topic of its own, and its
+    subtopic's score, made of other documents, says little about it (on LoCoMo sessions stored as
+    documents, smoothing them cost 2-3 points of evidence shown, on both halves of the
+    conversations: BENCHMARKS.md)."""
+    return np.asarray(
+        [
+            st.node(i).kind == NodeKind.FRAGMENT
+            and any(passage_key(m, 0) in st.passage_vectors for m in st.node(i).source_ids)
+            for i in ids
+        ],
+        dtype=bool,
+    )
 
 
 def _expand(
