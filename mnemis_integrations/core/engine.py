@@ -684,28 +684,27 @@ class MnemisMemory:
             return states[hit.namespace]
 
         def rendered(
-            st: NamespaceState, hit: MemoryHit, ids: Collection[str], cut: Collection[str]
+            st: NamespaceState, hit: MemoryHit, ids: Collection[str], cut: Mapping[str, int]
         ) -> tuple[str, tuple[str, ...]]:
-            cut_texts = {m: excerpt_of(st, m) for m in cut}
+            cut_texts = {m: excerpt_of(st, m, size) for m, size in cut.items()}
             return render(
                 st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus, excerpts=cut_texts
             )
 
-        made: dict[tuple[str, str], str] = {}  # an excerpt is measured, then shown: made once
+        made: dict[tuple[str, str, int], str] = {}  # an excerpt is measured, then shown: made once
 
-        def excerpt_of(st: NamespaceState, message_id: str) -> str:
-            key = (st.namespace, message_id)
+        def excerpt_of(st: NamespaceState, message_id: str, size: int) -> str:
+            key = (st.namespace, message_id, size)
             if key not in made:
                 rarity = {t: st.lexical.idf(t) for t in lexical_terms(query or "")}
-                text = st.messages[message_id].text
-                made[key] = excerpt(text, query or "", cfg.context.excerpt_tokens, count_tokens, rarity)
+                made[key] = excerpt(st.messages[message_id].text, query or "", size, count_tokens, rarity)
             return made[key]
 
-        def text_of(hit: MemoryHit, ids: Collection[str], cut: Collection[str]) -> str:
+        def text_of(hit: MemoryHit, ids: Collection[str], cut: Mapping[str, int]) -> str:
             with self._lock(hit.namespace):
                 return rendered(state(hit), hit, ids, cut)[0]
 
-        def rerender(hit: MemoryHit, ids: Collection[str], cut: Collection[str]) -> MemoryHit:
+        def rerender(hit: MemoryHit, ids: Collection[str], cut: Mapping[str, int]) -> MemoryHit:
             with self._lock(hit.namespace):
                 st = state(hit)
                 text, shown = rendered(st, hit, ids, cut)

@@ -34,11 +34,14 @@ def hit(name: str, messages: dict[str, str], focus: str, kind: str = "fragment")
 
 
 def rerender_from(table: dict[str, dict[str, str]]):
-    """Renders a hit narrowed to ``ids``; a message in ``cut`` shows as its first 3 characters."""
+    """Renders a hit narrowed to ``ids``; a message in ``cut`` shows as its first ``cut[id]`` characters."""
 
-    def rerender(h: MemoryHit, ids, cut=()) -> MemoryHit:
+    def rerender(h: MemoryHit, ids, cut=None) -> MemoryHit:
+        cut = cut or {}
         shown = tuple(i for i in sorted(table[h.node_id]) if i in set(ids))
-        text = "h" + "".join(table[h.node_id][i][:3] if i in cut else table[h.node_id][i] for i in shown)
+        text = "h" + "".join(
+            table[h.node_id][i][: cut[i]] if i in cut else table[h.node_id][i] for i in shown
+        )
         return replace(h, text=text, source_ids=shown, excerpted=tuple(i for i in shown if i in cut))
 
     return rerender
@@ -92,8 +95,11 @@ def test_a_message_too_long_for_the_room_left_is_shown_as_an_excerpt_when_excerp
     too_long = hit("L", table["L"], "xy")
     cfg = ContextConfig(strategy=strategy, excerpt_tokens=10)
     out = fit_to_budget([too_long, *HITS], 12, cfg, rerender_from(table), WORDS, excerpts=True)
-    assert out[0].node_id == "L" and out[0].text == "hxxxyy" and out[0].excerpted == ("x",)
+    assert out[0].node_id == "L" and out[0].text == "h" + "x" * 10 and out[0].excerpted == ("x",)
     assert sum(len(h.text) for h in out) <= 12
+    # room for less than a whole excerpt: one of half the size
+    small = fit_to_budget([too_long, *HITS], 8, cfg, rerender_from(table), WORDS, excerpts=True)
+    assert small[0].text == "h" + "x" * 5 + "yy" and small[0].excerpted == ("x",)
     # off: passed over as before; a message within excerpt_tokens is never cut
     off = fit_to_budget([too_long, *HITS], 12, cfg, rerender_from(table), WORDS)
     assert "L" not in [h.node_id for h in off]

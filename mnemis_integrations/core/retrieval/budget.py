@@ -21,22 +21,23 @@ Concept and subtopic summaries hold no message of their own: with ``defer_summar
 only the room the fragments leave.
 
 A message that alone adds more than ``excerpt_tokens`` (a pasted document, a tool's output) and
-does not fit the room left is shown cut to an excerpt, when the caller can make one
-(:mod:`.excerpt`): whole or not at all, it would never be shown under a small budget.
+does not fit the room left is shown cut to an excerpt of at most ``excerpt_tokens``, or half that
+when the room is smaller, when the caller can make one (:mod:`.excerpt`): whole or not at all, it
+would never be shown under a small budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..config import ContextConfig
 from .results import MemoryHit
 
 __all__ = ["fit_to_budget"]
 
-# (hit, the messages it shows, those of them shown as an excerpt)
-Rerender = Callable[[MemoryHit, Collection[str], Collection[str]], MemoryHit]
-TextOf = Callable[[MemoryHit, Collection[str], Collection[str]], str]
+# (hit, the messages it shows, those of them shown as an excerpt -> the excerpt's most tokens)
+Rerender = Callable[[MemoryHit, Collection[str], Mapping[str, int]], MemoryHit]
+TextOf = Callable[[MemoryHit, Collection[str], Mapping[str, int]], str]
 
 
 class _Packing:
@@ -60,7 +61,7 @@ class _Packing:
         # shown whole that has no messages to narrow
         self.shown: dict[int, list[str] | None] = {}
         self.cost: dict[int, int] = {}
-        self.cut: dict[int, frozenset[str]] = {}  # hit -> its messages shown as an excerpt
+        self.cut: dict[int, dict[str, int]] = {}  # hit -> its messages shown as an excerpt, and its size
         self.used = 0
         self._measured = 0  # the tokens of the last text tried
 
@@ -72,15 +73,18 @@ class _Packing:
 
         The last of ``ids``, when it alone adds more than ``excerpt_tokens`` and does not fit
         whole, is tried as an excerpt."""
-        cut = self.cut.get(i, frozenset())
+        cut = self.cut.get(i, {})
         if self._try(i, ids, cut):
             return True
         added = self._measured - self.cost.get(i, 0)
-        if ids and self.excerpt_tokens and ids[-1] not in cut and added > self.excerpt_tokens:
-            return self._try(i, ids, cut | {ids[-1]})
-        return False
+        if not (ids and self.excerpt_tokens and ids[-1] not in cut and added > self.excerpt_tokens):
+            return False
+        return any(
+            self._try(i, ids, {**cut, ids[-1]: size})
+            for size in (self.excerpt_tokens, self.excerpt_tokens // 2)
+        )
 
-    def _try(self, i: int, ids: list[str] | None, cut: frozenset[str]) -> bool:
+    def _try(self, i: int, ids: list[str] | None, cut: Mapping[str, int]) -> bool:
         hit = self.hits[i]
         narrowed = self.narrowed(i, ids) or bool(cut)
         c = self._measured = self.count(self.text_of(hit, ids or (), cut) if narrowed else hit.text)
@@ -89,7 +93,7 @@ class _Packing:
         self.used += c - self.cost.get(i, 0)
         self.shown[i], self.cost[i] = ids, c
         if cut:
-            self.cut[i] = cut
+            self.cut[i] = dict(cut)
         return True
 
     def narrowed(self, i: int, ids: list[str] | None) -> bool:
@@ -102,7 +106,7 @@ class _Packing:
     def result(self, rerender: Rerender) -> list[MemoryHit]:
         out = []
         for i in sorted(self.shown):
-            ids, cut = self.shown[i], self.cut.get(i, frozenset())
+            ids, cut = self.shown[i], self.cut.get(i, {})
             out.append(
                 rerender(self.hits[i], ids or (), cut) if self.narrowed(i, ids) or cut else self.hits[i]
             )
