@@ -692,12 +692,15 @@ class MnemisMemory:
             )
 
         made: dict[tuple[str, str, int], str] = {}  # an excerpt is measured, then shown: made once
+        rarities: dict[str, dict[str, float]] = {}  # namespace -> the query terms' idf there
 
         def excerpt_of(st: NamespaceState, message_id: str, size: int) -> str:
             key = (st.namespace, message_id, size)
             if key not in made:
-                rarity = {t: st.lexical.idf(t) for t in lexical_terms(query or "")}
-                made[key] = excerpt(st.messages[message_id].text, query or "", size, count_tokens, rarity)
+                if st.namespace not in rarities:
+                    rarities[st.namespace] = {t: st.lexical.idf(t) for t in lexical_terms(query or "")}
+                text = st.messages[message_id].text
+                made[key] = excerpt(text, query or "", size, count_tokens, rarities[st.namespace])
             return made[key]
 
         def text_of(hit: MemoryHit, ids: Collection[str], cut: Mapping[str, int]) -> str:

@@ -94,10 +94,13 @@ class NamespaceState:
         (``core.passages``): what its own vector read is only its opening."""
         sims = self.msg_vectors.similarities(qvec, message_ids)
         if len(self.passage_vectors):
+            keys, owners = [], []
             for i, m in enumerate(message_ids):
-                keys = self.passages_of([m])
-                if keys:
-                    sims[i] = max(float(sims[i]), float(self.passage_vectors.similarities(qvec, keys).max()))
+                windows = self.passages_of([m])
+                keys += windows
+                owners += [i] * len(windows)
+            if keys:  # all windows in one call, each message keeping its best
+                np.maximum.at(sims, owners, self.passage_vectors.similarities(qvec, keys))
         return sims
 
     def passages_of(self, message_ids: Iterable[str]) -> list[str]:

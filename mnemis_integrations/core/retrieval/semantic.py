@@ -192,6 +192,7 @@ def _coarse(
             k for k, _ in st.node_vectors.nearest(qvec, FUNNEL_NODES, keep=allowed.__contains__)
         )
         near = [k for k, _ in st.msg_vectors.nearest(qvec, FUNNEL_MESSAGES, keep=messages.__contains__)]
+    # the messages of the nearest windows are candidates too; their scores are exact below
     windows = st.passage_vectors.top(qvec, FUNNEL_MESSAGES) if len(st.passage_vectors) else {}
     near = list(near) + [m for m in map(passage_owner, windows) if messages is None or m in messages]
     for m in near:
@@ -230,8 +231,7 @@ def _coarse(
         if m in st.msg_vectors and (messages is None or m in messages)
     ]
     msgs = list(dict.fromkeys(msgs))
-    msg_sims = dict(zip(msgs, st.msg_vectors.similarities(qvec, msgs).tolist(), strict=True))
-    _best_windows(msg_sims, windows)
+    msg_sims = dict(zip(msgs, st.message_similarities(qvec, msgs).tolist(), strict=True))
     return ids, node_sims, msg_sims
 
 
