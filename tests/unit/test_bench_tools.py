@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,3 +72,36 @@ def test_the_update_judge_fit_separates_and_the_best_candidate_decides(tmp_path)
     # message 3: its only true candidate fails the gate, so it counts as wanted and missed.
     assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 0.0) == (1, 2, 2)
     assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 1.5) == (1, 1, 2)
+
+
+def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
+    agree = _module("annotator_agreement")
+    from mnemis_integrations.evaluation.scenario_data import Supersession
+    from mnemis_integrations.evaluation.scenarios import _load_path, default_suite_paths
+
+    scenarios = [s for p in default_suite_paths() for s in _load_path(p)]
+    for sc in scenarios:  # every file parses: ids exist, old messages come before the new one
+        order = {m.id: i for i, m in enumerate(sc.messages)}
+        assert agree.load_second(agree.SECOND, sc.id, order), sc.id
+    first = [Supersession("m5", ("m1",), "gradual"), Supersession("m9", ("m7", "m8"), "reversal")]
+    second = [
+        Supersession("m5", ("m2",), "gradual"),  # same new message, another old one: no match
+        Supersession("m9", ("m8",), "correction"),  # matches, another kind
+        Supersession("m12", ("m10",), "cancellation"),
+    ]
+    assert agree.agreement(first, second) == {
+        "first": 2,
+        "second": 3,
+        "first_found": 1,
+        "second_confirmed": 1,
+        "same_kind": 0,
+    }
+
+
+def test_a_second_annotation_that_names_a_later_old_message_is_refused(tmp_path):
+    agree = _module("annotator_agreement")
+    (tmp_path / "s.json").write_text(
+        json.dumps({"supersessions": [{"new": "a", "old": ["b"], "kind": "gradual"}]})
+    )
+    with pytest.raises(ValueError, match="not before"):
+        agree.load_second(tmp_path, "s", {"a": 0, "b": 1})
