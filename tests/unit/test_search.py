@@ -345,6 +345,43 @@ def test_asked_for_the_end_state_a_newer_decision_goes_first_from_any_subtopic(t
     )
 
 
+ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off oldest, signing newest
+
+
+@pytest.mark.parametrize(
+    "text, head, order",
+    [
+        # asks for the end state: the fragment hits among the first three newest first, the parent stays
+        ("Which plan did Nordwind take in the end?", 3, ["f_quote", "c_billing", "f_kickoff", "f_signed"]),
+        ("Nordwind 最后选了哪个方案？", 3, ["f_quote", "c_billing", "f_kickoff", "f_signed"]),
+        ("Which plan is Nordwind on now?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
+        # asks about the past, does not ask for the end state, or turned off: as ranked
+        ("Which plan did Nordwind first take in the end?", 4, ENDED),
+        ("Which plan did Nordwind take?", 4, ENDED),
+        ("Which plan did Nordwind take in the end?", 0, ENDED),
+    ],
+)
+def test_asked_for_the_end_state_the_first_fragment_hits_read_newest_first(text, head, order):
+    q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"end_state_head": head}))
+    got, lifted = search._end_state_newest_first(q, ENDED)
+    assert got == order
+    assert lifted == {i for i in order if order.index(i) < ENDED.index(i)}
+
+
+def test_a_hit_moved_up_for_the_end_state_takes_the_score_of_its_place_and_says_newer():
+    text = "Which plan did Nordwind take in the end?"
+    fused = _fused({"f_kickoff": 0.8, "f_quote": 0.7, "f_signed": 0.2})
+    q = _query(toy_state(SIGNED), text)
+    ranking = search._place_successors(q, ["f_kickoff", "f_quote", "f_signed"], fused, [])
+    assert ranking.ids == ["f_signed", "f_quote", "f_kickoff"] and ranking.lifted == {"f_signed"}
+    assert ranking.scores == [0.8, 0.7, 0.2]  # each place keeps its score: still non-increasing
+    nothing = RelationResult(set(), {}, {}, 0)
+    sem = SemanticResult(dict(fused.scores), dict(fused.scores), {})
+    assert search._via("f_signed", ranking, fused, nothing, sem) == (Via.SEMANTIC, Via.NEWER)
+    assert search._via("f_kickoff", ranking, fused, nothing, sem) == (Via.SEMANTIC,)
+
+
 # ------------------------------------------------------------------ 6. hits
 
 

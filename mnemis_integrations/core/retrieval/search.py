@@ -170,8 +170,9 @@ def dual_path_search(
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
-       before it (``_newer_first``); a superseded hit is followed by the nodes that replace it;
-       scores kept non-increasing.
+       before it (``_newer_first``); a superseded hit is followed by the nodes that replace it; for
+       a question that asks for the end state the first few fragment hits read newest first
+       (``_end_state_newest_first``); scores kept non-increasing.
     6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus; a linked
        pair near the top leads with the messages its link names: ``_link_messages``).
     """
@@ -371,6 +372,26 @@ def _newer_first(
     return out, lifted
 
 
+def _end_state_newest_first(q: _Query, ranked: list[str]) -> tuple[list[str], set[str]]:
+    """When the query asks for the end state ("in the end", "now", "最后") and not about the past,
+    the fragment hits among the first ``fusion.end_state_head`` read newest first; other hits keep
+    their places. Returns the new order and the hits that moved up; each place keeps the score it
+    had, so scores stay non-increasing.
+
+    The first few hits are where the reader looks for the answer, and for such a question the
+    newest of them is the likeliest to hold the state in force, linked by the builder or not.
+    """
+    head = q.config.fusion.end_state_head
+    if head < 2 or not _ASKS_FOR_THE_END.search(q.text) or _ASKS_ABOUT_THE_PAST.search(q.text):
+        return ranked, set()
+    st, first = q.st, ranked[:head]
+    dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
+    newest = iter(sorted(dated, key=lambda i: st.node(i).event_time, reverse=True))  # stable: ties keep rank
+    reordered = [next(newest) if i in dated else i for i in first]
+    lifted = {i for n, i in enumerate(reordered) if n < first.index(i)}
+    return reordered + ranked[head:], lifted
+
+
 def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented: list[str]) -> _Ranking:
     successors: dict[str, list[str]] = {}
     if q.config.fusion.attach_successors:
@@ -391,7 +412,8 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
     for i in range(len(ranked) - 2, -1, -1):
         if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
-    return _Ranking(ranked, shown_score, supplemented, moved, lifted)
+    ranked, newest = _end_state_newest_first(q, ranked)  # after the scores: each place keeps its own
+    return _Ranking(ranked, shown_score, supplemented, moved, lifted | newest)
 
 
 def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
