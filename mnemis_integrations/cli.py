@@ -122,7 +122,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "Each hit: [score] = fused relevance (0-1, best first); via = how it was found "
         "(semantic: similar meaning; relation: linked to an entity the question names; "
         "successor: the newer fact replacing a superseded hit; newer: placed before an older hit it "
-        "changes; "
+        "changes, or read first as the newest of the first hits for a question about the end state; "
         "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "
         "status = active, superseded (a newer fact replaced it) or archived."
     )

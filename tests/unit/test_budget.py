@@ -75,6 +75,15 @@ def test_ranked_takes_messages_by_hit_rank_and_place_in_the_hit():
     assert fit_ranked(35) == [(h.node_id, h.source_ids) for h in HITS]
 
 
+def test_ranked_values_hits_by_score_and_keeps_the_order_they_are_read_in():
+    # Search may read the first hits in another order than their scores (the end state first):
+    # what each shows follows the scores, the order is kept.
+    scored = [replace(h, score=s) for h, s in zip(HITS, (0.9, 0.8, 0.7), strict=True)]
+    read = [scored[1], scored[0], scored[2]]
+    assert fit_ranked(14, hits=read) == [("B", ("e",)), ("A", ("a", "c"))]
+    assert dict(fit_ranked(19, hits=read)) == dict(fit_ranked(19, hits=scored))
+
+
 def test_ranked_settings_trade_places_for_depth():
     # A steep rank discount keeps the budget on the best hit; a steep message decay spreads it.
     assert fit_ranked(18) == [("A", ("a", "c")), ("B", ("d", "e"))]

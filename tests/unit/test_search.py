@@ -216,6 +216,15 @@ def test_a_superseded_hit_is_preceded_by_its_successor_shown_at_its_score():
     assert search._place_successors(off, ["f_plan_a", "f_refund"], fused, []).ids == ["f_plan_a", "f_refund"]
 
 
+def test_scores_never_rise_down_the_list_outside_an_end_state_head():
+    # a hit topped up from the backup (placed by rule, after the ranked ones) shows no more than the one above
+    fused = _fused({"f_refund": 0.6, "f_pricing": 0.3, "f_plan_b": 0.9})
+    ranking = search._place_successors(
+        _query(toy_state(), "x"), ["f_refund", "f_pricing", "f_plan_b"], fused, []
+    )
+    assert ranking.scores == [0.6, 0.3, 0.3]
+
+
 def test_before_the_switch_a_fact_has_no_successor_to_place():
     st = toy_state(**SWITCHED)
     q = _query(st, "x", as_of=BEFORE_THE_SWITCH)
@@ -369,13 +378,13 @@ def test_asked_for_the_end_state_the_first_fragment_hits_read_newest_first(text,
     assert lifted == {i for i in order if order.index(i) < ENDED.index(i)}
 
 
-def test_a_hit_moved_up_for_the_end_state_takes_the_score_of_its_place_and_says_newer():
+def test_a_hit_moved_up_for_the_end_state_keeps_its_score_and_says_newer():
     text = "Which plan did Nordwind take in the end?"
     fused = _fused({"f_kickoff": 0.8, "f_quote": 0.7, "f_signed": 0.2})
     q = _query(toy_state(SIGNED), text)
     ranking = search._place_successors(q, ["f_kickoff", "f_quote", "f_signed"], fused, [])
     assert ranking.ids == ["f_signed", "f_quote", "f_kickoff"] and ranking.lifted == {"f_signed"}
-    assert ranking.scores == [0.8, 0.7, 0.2]  # each place keeps its score: still non-increasing
+    assert ranking.scores == [0.2, 0.7, 0.8]  # read newest first, each with its own score
     nothing = RelationResult(set(), {}, {}, 0)
     sem = SemanticResult(dict(fused.scores), dict(fused.scores), {})
     assert search._via("f_signed", ranking, fused, nothing, sem) == (Via.SEMANTIC, Via.NEWER)
@@ -385,7 +394,7 @@ def test_a_hit_moved_up_for_the_end_state_takes_the_score_of_its_place_and_says_
 # ------------------------------------------------------------------ 6. hits
 
 
-def test_hits_say_which_way_each_node_came_and_scores_never_rise_down_the_list():
+def test_hits_say_which_way_each_node_came_with_scores_clipped_to_0_1():
     st = toy_state(**SWITCHED)
     q = _query(st, "plan for the hosting migration")
     sem = SemanticResult({"f_plan_a": 0.9, "s_hosting": 0.4}, {}, {"s_hosting": "f_plan_a"})
@@ -405,7 +414,7 @@ def test_hits_say_which_way_each_node_came_and_scores_never_rise_down_the_list()
         ("supplement",),
         ("supplement",),  # no path found it: shown only to fill the list
     ]
-    assert [h.score for h in hits] == [1.0, 0.5, 0.5, 0.2, 0.0]
+    assert [h.score for h in hits] == [1.0, 0.5, 0.7, 0.2, 0.0]  # the ranking orders; _to_hits only clips
     plan_a = hits[1]
     assert plan_a.status == "superseded" and plan_a.successors == ("f_plan_b",)
     assert plan_a.source_ids == ("m3",) and "plan A for the hosting migration" in plan_a.text

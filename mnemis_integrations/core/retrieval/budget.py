@@ -7,7 +7,7 @@ turns around a match are lost. Two strategies (``ContextConfig.strategy``) share
 between places and depth:
 
 - ``ranked`` (default): every message of every hit competes for the budget by a value that
-  falls with the hit's rank, ``c / (rank + c)``, and with the message's place in the hit's
+  falls with the hit's rank by score, ``c / (rank + c)``, and with the message's place in the hit's
   ``focus`` (its match to the query), ``decay ** place``; the budget takes the most valuable
   messages first, each hit showing a prefix of its focus. So the best hit's second message
   competes with the next hit's first, and a low-ranked hit's best message with the top hits'
@@ -152,11 +152,15 @@ def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
     """Messages by falling value (hit rank, place in the hit's focus); one that does not fit is
     passed over, and so are the rest of its hit's (a hit shows a prefix of its focus)."""
     c, decay = config.rank_discount, config.message_decay
+    # A hit's rank is its place by score: a rule that only changes the order the first hits are read
+    # in (the end state first, retrieval.search) changes neither what they show nor what fits.
+    by_score = sorted(range(len(packing.hits)), key=lambda i: (-packing.hits[i].score, i))
+    rank = {i: r for r, i in enumerate(by_score)}
     units: list[tuple[bool, float, int, int]] = []
     for i, hit in enumerate(packing.hits):
         deferred = config.defer_summaries and hit.kind != "fragment"
         places = len(hit.focus) if packing.narrowable(i) else 1
-        units += [(deferred, -(c / (i + c)) * decay**place, i, place) for place in range(places)]
+        units += [(deferred, -(c / (rank[i] + c)) * decay**place, i, place) for place in range(places)]
     for _deferred, _value, i, place in sorted(units):
         if not packing.narrowable(i):
             packing.attempt(i, None)

@@ -22,7 +22,8 @@ class Via:
     SUPPLEMENT = "supplement"
     SUCCESSOR = "successor"
     # Placed before an older hit it restates with a change, where the builder linked no update
-    # (search's newer-first rule): it shares that hit's score, and this says why it stands first.
+    # (search's newer-first rule: it shares that hit's score), or read first among the first hits of
+    # a question about the end state (it keeps its own score): this says why it stands first.
     NEWER = "newer"
 
 

@@ -172,7 +172,7 @@ def dual_path_search(
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
        before it (``_newer_first``); a superseded hit is followed by the nodes that replace it; for
        a question that asks for the end state the first few fragment hits read newest first
-       (``_end_state_newest_first``); scores kept non-increasing.
+       (``_end_state_newest_first``, each keeping its score); otherwise scores kept non-increasing.
     6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus; a linked
        pair near the top leads with the messages its link names: ``_link_messages``).
     """
@@ -375,11 +375,12 @@ def _newer_first(
 def _end_state_newest_first(q: _Query, ranked: list[str]) -> tuple[list[str], set[str]]:
     """When the query asks for the end state ("in the end", "now", "最后") and not about the past,
     the fragment hits among the first ``fusion.end_state_head`` read newest first; other hits keep
-    their places. Returns the new order and the hits that moved up; each place keeps the score it
-    had, so scores stay non-increasing.
+    their places. Returns the new order and the hits that moved up (their ``via`` says ``newer``).
 
     The first few hits are where the reader looks for the answer, and for such a question the
-    newest of them is the likeliest to hold the state in force, linked by the builder or not.
+    newest of them is the likeliest to hold the state in force, linked by the builder or not. Only
+    the order they are read in changes: each keeps its score, and a token budget, which follows the
+    scores, shows the same messages of them as without the rule.
     """
     head = q.config.fusion.end_state_head
     if head < 2 or not _ASKS_FOR_THE_END.search(q.text) or _ASKS_ABOUT_THE_PAST.search(q.text):
@@ -412,8 +413,12 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
     for i in range(len(ranked) - 2, -1, -1):
         if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
-    ranked, newest = _end_state_newest_first(q, ranked)  # after the scores: each place keeps its own
-    return _Ranking(ranked, shown_score, supplemented, moved, lifted | newest)
+    for i in range(1, len(shown_score)):  # top-ups too are placed by rule: scores stay non-increasing
+        shown_score[i] = min(shown_score[i], shown_score[i - 1])
+    # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
+    shown = dict(zip(ranked, shown_score, strict=True))
+    ranked, newest = _end_state_newest_first(q, ranked)
+    return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest)
 
 
 def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
@@ -441,12 +446,8 @@ def _to_hits(
     q: _Query, ranking: _Ranking, fused: _Fused, rel: RelationResult, sem: SemanticResult
 ) -> list[MemoryHit]:
     hits: list[MemoryHit] = []
-    prev_score = None
     links = _link_messages(q, ranking)
     for nid, score in zip(ranking.ids, ranking.scores, strict=True):
-        if prev_score is not None and score > prev_score:
-            score = prev_score  # successors and top-ups are placed by rule; keep scores non-increasing
-        prev_score = score
         via = _via(nid, ranking, fused, rel, sem)
         hits.append(_hit(q, nid, score, via, fused, sem, links.get(nid, ())))
     return hits
