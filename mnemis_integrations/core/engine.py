@@ -661,7 +661,8 @@ class MnemisMemory:
         """The hits, in order, narrowed so their texts total at most ``max_tokens`` (cl100k).
 
         Fragments first show only their best-matching messages (``hit.focus``) so that more
-        places fit, then get their other messages back while room is left; ``text`` and
+        places fit, then get their other messages back while room is left, the better-scored hits
+        first (``context.strategy`` ``ranked``: by score, whatever their order); ``text`` and
         ``source_ids`` always agree. Tuned by ``config.context``.
 
         ``query``: the question the hits answer. With it, a message too long for the room left
