@@ -184,6 +184,21 @@ class RelationConfig(_Frozen):
         "Measured on the scenario suite's tune split (incremental): 0.5 with 'terms' added 0.7 points of "
         "R@256 and 0.9 of R@512 over 0 (ungraded); 0.3 and 0.8 scored within 0.2 points of 0.5.",
     )
+    bridge_weight: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Entities of the first `bridge_hits` fragment hits lead one step further: a fragment "
+        "mentioning one of them (an entity in at most `bridge_max_fragments` fragments) scores up to "
+        "w x that hit's score + (1 - w) x its own, never above the hits that lent the entity. So a question "
+        "about 'the sibling who helped with the van' also reaches the other messages about her. 0: off. "
+        "Scenario suite (incremental), off -> 0.5: R@256 / 512 / 1,024 tune .752 / .905 / .970 -> .762 / "
+        ".907 / .971, holdout .723 / .907 / .959 -> .724 / .925 / .966 (BENCHMARKS.md, eighth round).",
+    )
+    bridge_hits: int = Field(3, ge=0, description="How many first fragment hits lend their entities.")
+    bridge_max_fragments: int = Field(
+        4, ge=1, description="An entity in more fragments than this is too common to lead anywhere."
+    )
     match_by: Literal["semantic", "terms"] = Field(
         "terms",
         description="'terms': the share of the query's content words the node's text holds; 'semantic': the "

@@ -203,6 +203,58 @@ def test_a_fragment_whose_messages_a_better_hit_shows_is_collapsed():
     assert search._rank(keep, _fused(scores), nothing)[0] == ["f_pricing", "f_refund", "s_billing"]
 
 
+PARTY = {
+    "c_party": {
+        "s_van": {
+            "f_van": ["Hannah can do the 31st: van booked, 9am."],
+            "f_cake": ["The cake needs to feed the guests."],
+            "f_hall": ["The hall fits 60 guests."],
+        },
+        "s_travel": {
+            "f_flight": ["Looking at flights EDI-MAN for the 13th."],
+            "f_train": ["Booked the 7:40 train to Manchester."],
+        },
+    }
+}
+HANNAH = {"f_van": ["Hannah"], "f_flight": ["Hannah"], "f_train": ["Hannah"]}
+
+
+def _bridge(scores, mentions=HANNAH, **relation):
+    config = DEFAULT.with_(relation=relation) if relation else DEFAULT
+    fused = _fused(dict(scores))
+    search._bridge(_query(toy_state(PARTY, mentions=mentions), "who collects her?", config=config), fused)
+    return fused
+
+
+def test_fragments_sharing_a_first_hit_s_specific_entity_are_scored_up_towards_it_and_say_so():
+    fused = _bridge({"f_van": 0.9, "f_cake": 0.8, "f_hall": 0.7, "f_flight": 0.1, "f_train": 0.3})
+    # halfway between their own score and the lending hit's, each still ordered by its own match
+    assert fused.scores["f_flight"] == pytest.approx(0.5) and fused.scores["f_train"] == pytest.approx(0.6)
+    assert fused.bridged == {"f_flight", "f_train"}
+    nothing = RelationResult(set(), {}, {}, 0)
+    sem = SemanticResult({"f_flight": 0.1}, {}, {})
+    ranking = search._Ranking(["f_flight"], [0.5], supplemented=[], moved=set())
+    assert search._via("f_flight", ranking, fused, nothing, sem) == (Via.SEMANTIC, Via.BRIDGE)
+
+
+@pytest.mark.parametrize(
+    "why, mentions, relation, raised",
+    [
+        ("never above the hits that lend the entity", HANNAH, {"bridge_weight": 1.0}, True),
+        ("an entity in more fragments than the limit", HANNAH, {"bridge_max_fragments": 2}, False),
+        ("the entity's fragment is not among the first hits", {"f_flight": ["Hannah"]}, {}, False),
+        ("turned off", HANNAH, {"bridge_weight": 0.0}, False),
+    ],
+)
+def test_the_bridge_stays_under_its_sources_and_leads_only_from_specific_entities(
+    why, mentions, relation, raised
+):
+    fused = _bridge({"f_van": 0.9, "f_cake": 0.8, "f_hall": 0.7, "f_flight": 0.1}, mentions, **relation)
+    assert (fused.scores["f_flight"] > 0.1) == raised, why
+    assert fused.scores["f_flight"] < 0.7, why  # the first three keep their places
+    assert [fused.scores[f] for f in ("f_van", "f_cake", "f_hall")] == [0.9, 0.8, 0.7], why
+
+
 # ------------------------------------------------------------------ 5. successors
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
@@ -21,6 +21,7 @@ from .cache import fragment_count, is_large, memo
 __all__ = [
     "DECAYS",
     "RelationResult",
+    "bridged",
     "decay",
     "relation_path",
     "term_match",
@@ -153,6 +154,28 @@ def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) 
             ratio = round(difflib.SequenceMatcher(None, w, k).ratio(), 3)
             found[nid] = max(found.get(nid, 0.0), ratio)
     return found
+
+
+def bridged(
+    st: NamespaceState, sources: Mapping[str, float], allowed: Collection[str], max_fragments: int
+) -> dict[str, float]:
+    """Fragment id -> the best score among ``sources`` (fragment id -> score) it shares a specific
+    entity with: one mentioned by at most ``max_fragments`` fragments. The sources themselves and
+    fragments outside ``allowed`` are left out.
+
+    The query names no entity in most relational questions ("the sibling who helped with the van");
+    the best hits do, and the rest of the answer is often where those entities come up again.
+    """
+    out: dict[str, float] = {}
+    for src, score in sources.items():
+        for mention in st.graph.out_edges(src, EdgeKind.MENTIONS):
+            holders = [e.src for e in st.graph.in_edges(mention.dst, EdgeKind.MENTIONS)]
+            if len(holders) > max_fragments:
+                continue
+            for fid in holders:
+                if fid not in sources and fid in allowed and st.node(fid).kind == NodeKind.FRAGMENT:
+                    out[fid] = max(out.get(fid, 0.0), score)
+    return out
 
 
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:

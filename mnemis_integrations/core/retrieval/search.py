@@ -29,7 +29,7 @@ from .fusion import (
     semantic_match,
     top_up,
 )
-from .relation import RelationResult, node_words, relation_path, term_match
+from .relation import RelationResult, bridged, node_words, relation_path, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
 from .scope import Scope, scope_of
@@ -131,6 +131,7 @@ class _Fused:
     semantic: dict[str, float]  # node id -> normalised semantic path score
     relation: dict[str, float]  # node id -> relation path score on the fusion scale
     fallback: bool  # the relation path found too little: the semantic path alone decides
+    bridged: set[str] = field(default_factory=set)  # raised by sharing an entity with a first hit
 
 
 @dataclass
@@ -166,7 +167,8 @@ def dual_path_search(
        query's words they hold, or their semantic similarity: a hit the semantic path did not
        score, outside a large graph's funnel, matches least), both paths normalised and mixed by
        alpha (the semantic path alone when the relation path found too little, then with a
-       recency preference), non-fragment nodes weighed down.
+       recency preference), non-fragment nodes weighed down; then ``_bridge``: fragments sharing a
+       specific entity with the first fragment hits scored up towards them, never above them.
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
@@ -185,6 +187,7 @@ def dual_path_search(
     )
     rel, sem = _run_paths(q)
     fused = _fuse(q, rel, sem)
+    _bridge(q, fused)
     ranked, supplemented = _rank(q, fused, sem)
     ranking = _place_successors(q, ranked, fused, supplemented)
     return _to_hits(q, ranking, fused, rel, sem)
@@ -253,6 +256,29 @@ def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
         if st.node(nid).kind != NodeKind.FRAGMENT:
             fused[nid] *= cfg.fusion.parent_weight
     return _Fused(fused, sem_n, rel_n, fallback)
+
+
+def _bridge(q: _Query, fused: _Fused) -> None:
+    """The first ``relation.bridge_hits`` fragment hits lend their specific entities
+    (:func:`~.relation.bridged`): a fragment that shares one scores up to ``w`` x that hit's score
+    + (1 - ``w``) x its own (``w``: ``relation.bridge_weight``), so fragments reached the same way
+    stay ordered by their own match, and never above the hits that lent the entities: those keep
+    their places. Updates ``fused`` in place."""
+    cfg, st, scores = q.config.relation, q.st, fused.scores
+    w = cfg.bridge_weight
+    if w <= 0 or cfg.bridge_hits <= 0:
+        return
+    best = sorted(scores, key=lambda i: (-scores[i], i))
+    first = [i for i in best if st.node(i).kind == NodeKind.FRAGMENT][: cfg.bridge_hits]
+    if not first:
+        return
+    ceiling = float(np.nextafter(scores[first[-1]], -np.inf))  # just under the last hit that lends
+    for fid, lent in bridged(st, {i: scores[i] for i in first}, q.allowed, cfg.bridge_max_fragments).items():
+        own = scores.get(fid, 0.0)
+        raised = min(w * lent + (1 - w) * own, ceiling)
+        if raised > own:
+            scores[fid] = raised
+            fused.bridged.add(fid)
 
 
 def _rank(q: _Query, fused: _Fused, sem: SemanticResult) -> tuple[list[str], list[str]]:
@@ -463,6 +489,8 @@ def _via(
         via.append(Via.EXPANSION)
     if nid in rel.scores:
         via.append(Via.RELATION)
+    if nid in fused.bridged:
+        via.append(Via.BRIDGE)
     if fused.fallback and (nid in sem.scores):
         via.append(Via.FALLBACK)
     if nid in ranking.supplemented:
