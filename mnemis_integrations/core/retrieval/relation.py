@@ -166,13 +166,15 @@ def bridged(
     The query names no entity in most relational questions ("the sibling who helped with the van");
     the best hits do, and the rest of the answer is often where those entities come up again.
     """
+    # Counted once per write version: a common entity (a speaker) is passed over without walking
+    # its thousands of mentions on every query.
+    counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
     out: dict[str, float] = {}
     for src, score in sources.items():
         for mention in st.graph.out_edges(src, EdgeKind.MENTIONS):
-            holders = [e.src for e in st.graph.in_edges(mention.dst, EdgeKind.MENTIONS)]
-            if len(holders) > max_fragments:
+            if counts.get(mention.dst, 0) > max_fragments:
                 continue
-            for fid in holders:
+            for fid in (e.src for e in st.graph.in_edges(mention.dst, EdgeKind.MENTIONS)):
                 if fid not in sources and fid in allowed and st.node(fid).kind == NodeKind.FRAGMENT:
                     out[fid] = max(out.get(fid, 0.0), score)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -268,8 +269,8 @@ def _bridge(q: _Query, fused: _Fused) -> None:
     w = cfg.bridge_weight
     if w <= 0 or cfg.bridge_hits <= 0:
         return
-    best = sorted(scores, key=lambda i: (-scores[i], i))
-    first = [i for i in best if st.node(i).kind == NodeKind.FRAGMENT][: cfg.bridge_hits]
+    fragments = (i for i in scores if st.node(i).kind == NodeKind.FRAGMENT)
+    first = heapq.nsmallest(cfg.bridge_hits, fragments, key=lambda i: (-scores[i], i))  # as _rank orders
     if not first:
         return
     ceiling = float(np.nextafter(scores[first[-1]], -np.inf))  # just under the last hit that lends
