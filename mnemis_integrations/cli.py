@@ -122,6 +122,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "Each hit: [score] = fused relevance (0-1, best first); via = how it was found "
         "(semantic: similar meaning; relation: linked to an entity the question names; "
         "bridge: shares an entity with one of the first hits; "
+        "continuation: the conversation's next stretch after a first hit whose best line ends it; "
         "successor: the newer fact replacing a superseded hit; newer: placed before an older hit it "
         "changes, or read first as the newest of the first hits for a question about the end state; "
         "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "

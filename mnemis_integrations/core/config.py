@@ -277,6 +277,24 @@ class FusionConfig(_Frozen):
         "change itself. 0: off. Scenario R@256 / 512 / 1,024: tune .743 / .888 / .950 -> .745 / .892 / .952, "
         "holdout .697 / .892 / .952 -> .701 / .899 / .960; LoCoMo dev R@2,048 .876 -> .875.",
     )
+    continuation_weight: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="A fragment hit whose best-matching message is among its last `continuation_tail` was "
+        "cut off while the conversation went on (the reply, the rest of the answer): the next fragment in "
+        "time scores up to this share of the hit's score plus the rest of its own, never above the hits "
+        "that lend. 0: off. Measured in BENCHMARKS.md ('The conversation's next stretch').",
+    )
+    continuation_hits: int = Field(
+        3, ge=0, description="How many first fragment hits lend to the fragment that follows them."
+    )
+    continuation_tail: int = Field(
+        2,
+        ge=1,
+        description="A hit lends only when its best-matching message is among its last this many: a match "
+        "early in a fragment has its own turns after it.",
+    )
     parent_weight: float = Field(
         0.3,
         ge=0,

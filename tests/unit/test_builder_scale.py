@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 from _over_time import WEEKS
+from _toy_graph import toy_state
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core import recipes
@@ -258,6 +259,8 @@ def _assert_index_matches_graph(st):
         assert sorted(idx.holders(st, m)) == sorted(f.id for f in frags if m in f.source_ids)
     for parent in g.nodes(NodeKind.SUBTOPIC) + g.nodes(NodeKind.CONCEPT):
         assert idx.child_count(st, parent.id) == len(g.children(parent.id))
+    for f in open_:  # the live timeline, stale entries and all, reads as one built afresh
+        assert idx.following(st, f.id) == fresh.following(st, f.id)
     for kind, cap in idx.capacity.items():  # placement searches exactly the parents not full
         open_parents = {
             n.id for n in g.nodes(kind) if n.id in st.node_vectors and len(g.children(n.id)) < cap
@@ -275,6 +278,17 @@ def test_the_build_index_kept_by_the_builder_equals_one_built_from_the_graph():
         assert st.build_index() is st.build_index()  # kept, not rebuilt per call
     _assert_index_matches_graph(st)
     assert any(f.status == Status.SUPERSEDED for f in st.graph.nodes(NodeKind.FRAGMENT))
+
+
+def test_the_fragment_following_another_is_the_next_open_one_in_time():
+    st = toy_state()  # six one-message fragments, a day apart
+    idx = st.build_index()
+    ids = ["f_refund", "f_pricing", "f_plan_a", "f_plan_b", "f_lunch", "f_tea"]
+    assert [idx.following(st, f) for f in ids] == ids[1:] + [None]
+    # superseded behind the index's back: its timeline entry is stale and passed over
+    st.node("f_plan_a").status = Status.SUPERSEDED
+    assert idx.following(st, "f_pricing") == "f_plan_b"
+    assert idx.following(st, "f_plan_a") is None  # no longer open: it carries no thread
 
 
 def test_the_build_index_follows_a_forget_and_is_rebuilt_after_an_edit():

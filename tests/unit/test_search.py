@@ -255,6 +255,98 @@ def test_the_bridge_stays_under_its_sources_and_leads_only_from_specific_entitie
     assert [fused.scores[f] for f in ("f_van", "f_cake", "f_hall")] == [0.9, 0.8, 0.7], why
 
 
+CHAT = {
+    "c_party": {
+        "s_venue": {
+            # the question ends its fragment; the answer opens the next one
+            "f_ask": ["Is the barn free?", "Not sure.", "Where is the party this year?"],
+            "f_reply": ["Dad says the Old Mill barn.", "Great, I'll book it."],
+            "f_cake": ["The cake is lemon."],
+        }
+    }
+}
+
+
+def _continue(scores, best_message, *, updates=(), **fusion):
+    config = DEFAULT.with_(fusion=fusion) if fusion else DEFAULT
+    st = toy_state(CHAT, updates=updates)
+    fused = _fused(dict(scores))
+    sem = SemanticResult(
+        {}, {}, {}, message_scores={m: 0.2 for m in ("m1", "m2", "m3")} | {best_message: 0.9}
+    )
+    search._continue(_query(st, "where is the party?", config=config), fused, sem)
+    return fused
+
+
+def test_the_fragment_after_a_first_hit_whose_best_match_ends_it_is_scored_up_and_says_so():
+    fused = _continue({"f_ask": 0.9, "f_cake": 0.5}, "m3")  # the reply matched nothing itself
+    # 0.3 x the lending hit's score + 0.7 x its own (none), under the hits that lend
+    assert fused.scores["f_reply"] == pytest.approx(0.3 * 0.9)
+    assert fused.continued == {"f_reply"}
+    nothing = RelationResult(set(), {}, {}, 0)
+    ranking = search._Ranking(["f_reply"], [0.34], supplemented=[], moved=set())
+    via = search._via("f_reply", ranking, fused, nothing, SemanticResult({"f_reply": 0.1}, {}, {}))
+    assert via == (Via.SEMANTIC, Via.CONTINUATION)
+
+
+FIRST = {"f_ask": 0.9, "f_cake": 0.5, "f_reply": 0.1}  # the reply holds a weak match of its own
+
+
+@pytest.mark.parametrize(
+    "why, best, scores, fusion, updates, raised",
+    [
+        ("the best match is among the last two", "m2", FIRST, {"continuation_hits": 2}, (), True),
+        (
+            "the best match opens the fragment: its own turns follow it",
+            "m1",
+            FIRST,
+            {"continuation_hits": 2},
+            (),
+            False,
+        ),
+        (
+            "only the last message counts",
+            "m2",
+            FIRST,
+            {"continuation_hits": 2, "continuation_tail": 1},
+            (),
+            False,
+        ),
+        (
+            "the hit is not among the first hits",
+            "m3",
+            FIRST | {"f_cake": 0.95},
+            {"continuation_hits": 1},
+            (),
+            False,
+        ),
+        ("the next fragment is itself a first hit: it keeps its place", "m3", FIRST, {}, (), False),
+        (
+            "a superseded hit no longer carries the thread",
+            "m3",
+            FIRST,
+            {"continuation_hits": 2},
+            (("f_cake", "f_ask"),),
+            False,
+        ),
+        ("turned off", "m3", FIRST, {"continuation_hits": 2, "continuation_weight": 0.0}, (), False),
+    ],
+)
+def test_a_continuation_is_lent_only_by_a_first_hit_whose_best_match_ends_it(
+    why, best, scores, fusion, updates, raised
+):
+    fused = _continue(scores, best, updates=updates, **fusion)
+    assert (fused.scores["f_reply"] > 0.1) == raised, why
+
+
+def test_a_continuation_never_passes_the_hits_that_lend():
+    fused = _continue(
+        {"f_ask": 0.9, "f_cake": 0.5, "f_reply": 0.1}, "m3", continuation_weight=1.0, continuation_hits=2
+    )
+    assert 0.1 < fused.scores["f_reply"] < 0.5  # under the last of the hits that lend
+    assert (fused.scores["f_ask"], fused.scores["f_cake"]) == (0.9, 0.5)
+
+
 # ------------------------------------------------------------------ 5. successors
 
 

@@ -184,6 +184,22 @@ class BuildIndex:
             return node
         return None
 
+    def following(self, st: NamespaceState, fragment_id: str) -> str | None:
+        """The open fragment right after ``fragment_id`` by event time (the conversation's next
+        stretch), or None: the fragment is not open (superseded, archived, an overview) or is the
+        latest. Entries a write has made stale are passed over, not removed: a search only reads."""
+        self.ready(st)
+        g, line = st.graph, self._timeline
+        key = self._tail_key.get(fragment_id)
+        if key is None or not g.has(fragment_id) or not _is_open(g.get(fragment_id)):
+            return None
+        for later in line[bisect.bisect_right(line, key) :]:
+            fid = later[2]
+            node = g.get(fid) if g.has(fid) else None
+            if node is not None and self._tail_key.get(fid) == later and _is_open(node):
+                return fid
+        return None
+
     def fragment_written(self, st: NamespaceState, node: Node, created: bool) -> None:
         """A fragment was created, or given more messages (its event time may have moved)."""
         if not self._built:

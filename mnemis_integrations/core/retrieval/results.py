@@ -23,6 +23,9 @@ class Via:
     SUCCESSOR = "successor"
     # Shares a specific entity with one of the first hits (search's bridge step), scored up after them.
     BRIDGE = "bridge"
+    # The conversation's next stretch after one of the first hits whose best match ends it (search's
+    # continuation step), scored up after that hit.
+    CONTINUATION = "continuation"
     # Placed before an older hit it restates with a change, where the builder linked no update
     # (search's newer-first rule: it shares that hit's score), or read first among the first hits of
     # a question about the end state (it keeps its own score): this says why it stands first.

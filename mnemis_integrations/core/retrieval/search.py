@@ -14,7 +14,7 @@ from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
 from ..maintenance.supersede import REPLACED, REPLACED_BY
-from ..model import EdgeKind, NodeKind, Status
+from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
 from ..temporal import is_overview, status_at, visible_successors
 from ..text import content_words
@@ -133,6 +133,7 @@ class _Fused:
     relation: dict[str, float]  # node id -> relation path score on the fusion scale
     fallback: bool  # the relation path found too little: the semantic path alone decides
     bridged: set[str] = field(default_factory=set)  # raised by sharing an entity with a first hit
+    continued: set[str] = field(default_factory=set)  # raised as the next stretch after a first hit
 
 
 @dataclass
@@ -169,7 +170,8 @@ def dual_path_search(
        score, outside a large graph's funnel, matches least), both paths normalised and mixed by
        alpha (the semantic path alone when the relation path found too little, then with a
        recency preference), non-fragment nodes weighed down; then ``_bridge``: fragments sharing a
-       specific entity with the first fragment hits scored up towards them, never above them.
+       specific entity with the first fragment hits scored up towards them, never above them; and
+       ``_continue``: the fragment that follows a first hit whose best match ends it, likewise.
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
@@ -189,6 +191,7 @@ def dual_path_search(
     rel, sem = _run_paths(q)
     fused = _fuse(q, rel, sem)
     _bridge(q, fused)
+    _continue(q, fused, sem)
     ranked, supplemented = _rank(q, fused, sem)
     ranking = _place_successors(q, ranked, fused, supplemented)
     return _to_hits(q, ranking, fused, rel, sem)
@@ -259,27 +262,71 @@ def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
     return _Fused(fused, sem_n, rel_n, fallback)
 
 
+def _first_fragments(st: NamespaceState, scores: dict[str, float], n: int) -> list[str]:
+    """The ``n`` best-scoring fragment ids, in the order ``_rank`` gives them."""
+    fragments = (i for i in scores if st.node(i).kind == NodeKind.FRAGMENT)
+    return heapq.nsmallest(n, fragments, key=lambda i: (-scores[i], i))
+
+
+def _lend(scores: dict[str, float], nid: str, lent: float, w: float, ceiling: float) -> bool:
+    """Score ``nid`` up to ``w`` x ``lent`` + (1 - ``w``) x its own, at most ``ceiling``: True if it rose.
+    Fragments reached the same way stay ordered by their own match."""
+    own = scores.get(nid, 0.0)
+    raised = min(w * lent + (1 - w) * own, ceiling)
+    if raised <= own:
+        return False
+    scores[nid] = raised
+    return True
+
+
+def _under(scores: dict[str, float], lenders: list[str]) -> float:
+    """Just under the last of the hits that lend: they keep their places."""
+    return float(np.nextafter(scores[lenders[-1]], -np.inf))
+
+
 def _bridge(q: _Query, fused: _Fused) -> None:
     """The first ``relation.bridge_hits`` fragment hits lend their specific entities
     (:func:`~.relation.bridged`): a fragment that shares one scores up to ``w`` x that hit's score
-    + (1 - ``w``) x its own (``w``: ``relation.bridge_weight``), so fragments reached the same way
-    stay ordered by their own match, and never above the hits that lent the entities: those keep
-    their places. Updates ``fused`` in place."""
+    + (1 - ``w``) x its own (``w``: ``relation.bridge_weight``; :func:`_lend`), never above the hits
+    that lent the entities. Updates ``fused`` in place."""
     cfg, st, scores = q.config.relation, q.st, fused.scores
-    w = cfg.bridge_weight
-    if w <= 0 or cfg.bridge_hits <= 0:
+    if cfg.bridge_weight <= 0 or cfg.bridge_hits <= 0:
         return
-    fragments = (i for i in scores if st.node(i).kind == NodeKind.FRAGMENT)
-    first = heapq.nsmallest(cfg.bridge_hits, fragments, key=lambda i: (-scores[i], i))  # as _rank orders
+    first = _first_fragments(st, scores, cfg.bridge_hits)
     if not first:
         return
-    ceiling = float(np.nextafter(scores[first[-1]], -np.inf))  # just under the last hit that lends
+    ceiling = _under(scores, first)
     for fid, lent in bridged(st, {i: scores[i] for i in first}, q.allowed, cfg.bridge_max_fragments).items():
-        own = scores.get(fid, 0.0)
-        raised = min(w * lent + (1 - w) * own, ceiling)
-        if raised > own:
-            scores[fid] = raised
+        if _lend(scores, fid, lent, cfg.bridge_weight, ceiling):
             fused.bridged.add(fid)
+
+
+def _continue(q: _Query, fused: _Fused, sem: SemanticResult) -> None:
+    """A fragment ends where the segmenter cut the conversation, not where a matter ends: when one
+    of the first ``fusion.continuation_hits`` fragment hits has its best-matching message among its
+    last ``continuation_tail``, the reply or the rest of the answer is in the fragment that follows it
+    in time (``BuildIndex.following``). That fragment is lent the hit's score as by the bridge
+    (:func:`_lend`, ``w``: ``continuation_weight``), never above the hits that lend. Updates
+    ``fused`` in place."""
+    fcfg, st, scores = q.config.fusion, q.st, fused.scores
+    if fcfg.continuation_weight <= 0 or fcfg.continuation_hits <= 0:
+        return
+    first = _first_fragments(st, scores, fcfg.continuation_hits)
+    if not first:
+        return
+    ceiling = _under(scores, first)
+    idx = st.build_index()
+    for fid in first:
+        said = sorted((st.messages[m] for m in st.node(fid).source_ids if m in st.messages), key=time_order)
+        if not said:
+            continue
+        best = max(said, key=lambda m: sem.message_scores.get(m.id, 0.0))
+        if best not in said[-fcfg.continuation_tail :]:
+            continue
+        nxt = idx.following(st, fid)
+        if nxt is not None and nxt in q.allowed:
+            if _lend(scores, nxt, scores[fid], fcfg.continuation_weight, ceiling):
+                fused.continued.add(nxt)
 
 
 def _rank(q: _Query, fused: _Fused, sem: SemanticResult) -> tuple[list[str], list[str]]:
@@ -492,6 +539,8 @@ def _via(
         via.append(Via.RELATION)
     if nid in fused.bridged:
         via.append(Via.BRIDGE)
+    if nid in fused.continued:
+        via.append(Via.CONTINUATION)
     if fused.fallback and (nid in sem.scores):
         via.append(Via.FALLBACK)
     if nid in ranking.supplemented:
