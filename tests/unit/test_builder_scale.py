@@ -18,7 +18,7 @@ from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.indexes.incremental import BuildIndex
 from mnemis_integrations.core.indexes.vector import VectorIndex
-from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
+from mnemis_integrations.core.model import EdgeKind, Message, Node, NodeKind, Status
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
 
@@ -289,6 +289,21 @@ def test_the_fragment_following_another_is_the_next_open_one_in_time():
     st.node("f_plan_a").status = Status.SUPERSEDED
     assert idx.following(st, "f_pricing") == "f_plan_b"
     assert idx.following(st, "f_plan_a") is None  # no longer open: it carries no thread
+
+
+def test_a_search_builds_only_the_timeline_and_a_write_before_the_whole_index_drops_it():
+    st = toy_state()
+    idx = st.build_index()
+    assert idx.following(st, "f_lunch") == "f_tea"
+    assert not idx._built  # the search did not pay for the builder's whole index
+    said = st.messages["m6"]
+    late = Message("m7", "Ann", "Tea is on the second shelf.", said.timestamp + timedelta(days=1), seq=7)
+    st.messages[late.id] = late
+    st.graph.add_node(
+        Node("f_shelf", NodeKind.FRAGMENT, "f_shelf", "u", source_ids=["m7"], event_time=late.timestamp)
+    )
+    idx.fragment_written(st, st.graph.get("f_shelf"), created=True)  # a write the index does not follow
+    assert idx.following(st, "f_tea") == "f_shelf"  # the timeline was built again, with it
 
 
 def test_the_build_index_follows_a_forget_and_is_rebuilt_after_an_edit():

@@ -81,6 +81,9 @@ class BuildIndex:
         # a builder extending it) are then under way and the counts above are settled at the end.
         self.ingesting = False
         self._built = False
+        # A search asks only for the timeline (``following``): built alone, it costs a sixth of the
+        # whole index on a large graph. Any write before the whole is built drops it.
+        self._timeline_built = False
         self._speakers: Counter | None = None
         self.capacity: dict[NodeKind, int] = {}  # children a parent of each kind takes: see set_capacity
 
@@ -130,6 +133,7 @@ class BuildIndex:
                 self._mention_order[n.id] = sorted(srcs)
         self._timeline.sort()
         self._tail_key = {k[2]: k for k in self._timeline}
+        self._timeline_built = True
         # Placement asks for the nearest subtopics / concepts that can still take a child
         # without ranking every fragment or passing over the full parents one by one.
         st.node_vectors.partition(lambda key: self._placement_group(st, key))
@@ -184,25 +188,40 @@ class BuildIndex:
             return node
         return None
 
+    def _timeline_ready(self, st: NamespaceState) -> None:
+        """The open fragments' timeline, alone when the whole index is not built yet."""
+        if self._built or self._timeline_built:
+            return
+        self._timeline = sorted(
+            time_key(n.event_time, n.id) for n in st.graph.nodes(NodeKind.FRAGMENT) if _is_open(n)
+        )
+        self._tail_key = {k[2]: k for k in self._timeline}
+        self._timeline_built = True
+
+    def _unbuilt_write(self) -> None:
+        """A write the index does not follow (it is not built): a timeline built alone is now stale."""
+        self._timeline_built = False
+
     def following(self, st: NamespaceState, fragment_id: str) -> str | None:
         """The open fragment right after ``fragment_id`` by event time (the conversation's next
         stretch), or None: the fragment is not open (superseded, archived, an overview) or is the
         latest. Entries a write has made stale are passed over, not removed: a search only reads."""
-        self.ready(st)
+        self._timeline_ready(st)
         g, line = st.graph, self._timeline
         key = self._tail_key.get(fragment_id)
         if key is None or not g.has(fragment_id) or not _is_open(g.get(fragment_id)):
             return None
-        for later in line[bisect.bisect_right(line, key) :]:
-            fid = later[2]
+        for i in range(bisect.bisect_right(line, key), len(line)):
+            fid = line[i][2]
             node = g.get(fid) if g.has(fid) else None
-            if node is not None and self._tail_key.get(fid) == later and _is_open(node):
+            if node is not None and self._tail_key.get(fid) == line[i] and _is_open(node):
                 return fid
         return None
 
     def fragment_written(self, st: NamespaceState, node: Node, created: bool) -> None:
         """A fragment was created, or given more messages (its event time may have moved)."""
         if not self._built:
+            self._unbuilt_write()
             return
         if created:
             self.fragments += 1
@@ -234,6 +253,7 @@ class BuildIndex:
     def status_changed(self, st: NamespaceState, node_ids) -> None:
         """These fragments may have left (or entered) the active set."""
         if not self._built:
+            self._unbuilt_write()
             return
         g = st.graph
         for nid in node_ids:
@@ -374,6 +394,7 @@ class BuildIndex:
         """Follow a forget instead of rebuilding: ``messages`` left the state; the fragments in
         ``before`` (ids as they were) changed, were renamed (``renamed``) or went; entities went."""
         if not self._built or not before:
+            self._timeline_built = self._built
             return  # nothing built to follow: the next use builds it from the state
         g = st.graph
         gone_ids = {m.id for m in messages}
