@@ -131,9 +131,7 @@ class BuildIndex:
                 srcs = [e.src for e in g.in_edges(n.id, EdgeKind.MENTIONS)]
                 self._mentions[n.id] = set(srcs)
                 self._mention_order[n.id] = sorted(srcs)
-        self._timeline.sort()
-        self._tail_key = {k[2]: k for k in self._timeline}
-        self._timeline_built = True
+        self._set_timeline(self._timeline)
         # Placement asks for the nearest subtopics / concepts that can still take a child
         # without ranking every fragment or passing over the full parents one by one.
         st.node_vectors.partition(lambda key: self._placement_group(st, key))
@@ -192,14 +190,20 @@ class BuildIndex:
         """The open fragments' timeline, alone when the whole index is not built yet."""
         if self._built or self._timeline_built:
             return
-        self._timeline = sorted(
-            time_key(n.event_time, n.id) for n in st.graph.nodes(NodeKind.FRAGMENT) if _is_open(n)
+        self._set_timeline(
+            [time_key(n.event_time, n.id) for n in st.graph.nodes(NodeKind.FRAGMENT) if _is_open(n)]
         )
-        self._tail_key = {k[2]: k for k in self._timeline}
         self._timeline_built = True
 
-    def _unbuilt_write(self) -> None:
-        """A write the index does not follow (it is not built): a timeline built alone is now stale."""
+    def _set_timeline(self, keys: list[TimeKey]) -> None:
+        """The open fragments' time keys, sorted, and each fragment's key."""
+        keys.sort()
+        self._timeline = keys
+        self._tail_key = {k[2]: k for k in keys}
+
+    def _unfollowed_write(self) -> None:
+        """A write the index does not follow: a timeline built alone (for a search) is now stale. The
+        whole index, once built, keeps its own timeline and never reads this flag."""
         self._timeline_built = False
 
     def following(self, st: NamespaceState, fragment_id: str) -> str | None:
@@ -221,7 +225,7 @@ class BuildIndex:
     def fragment_written(self, st: NamespaceState, node: Node, created: bool) -> None:
         """A fragment was created, or given more messages (its event time may have moved)."""
         if not self._built:
-            self._unbuilt_write()
+            self._unfollowed_write()
             return
         if created:
             self.fragments += 1
@@ -253,7 +257,7 @@ class BuildIndex:
     def status_changed(self, st: NamespaceState, node_ids) -> None:
         """These fragments may have left (or entered) the active set."""
         if not self._built:
-            self._unbuilt_write()
+            self._unfollowed_write()
             return
         g = st.graph
         for nid in node_ids:
@@ -394,7 +398,7 @@ class BuildIndex:
         """Follow a forget instead of rebuilding: ``messages`` left the state; the fragments in
         ``before`` (ids as they were) changed, were renamed (``renamed``) or went; entities went."""
         if not self._built or not before:
-            self._timeline_built = self._built
+            self._unfollowed_write()
             return  # nothing built to follow: the next use builds it from the state
         g = st.graph
         gone_ids = {m.id for m in messages}

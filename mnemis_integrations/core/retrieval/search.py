@@ -262,10 +262,15 @@ def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
     return _Fused(fused, sem_n, rel_n, fallback)
 
 
-def _first_fragments(st: NamespaceState, scores: dict[str, float], n: int) -> list[str]:
-    """The ``n`` best-scoring fragment ids, in the order ``_rank`` gives them."""
+def _lenders(st: NamespaceState, scores: dict[str, float], w: float, n: int) -> tuple[list[str], float]:
+    """The ``n`` best-scoring fragment ids, in the order ``_rank`` gives them, and the ceiling of
+    what they lend: just under the last of them, so they keep their places. No lenders when ``w``
+    or ``n`` turns the step off."""
+    if w <= 0 or n <= 0:
+        return [], 0.0
     fragments = (i for i in scores if st.node(i).kind == NodeKind.FRAGMENT)
-    return heapq.nsmallest(n, fragments, key=lambda i: (-scores[i], i))
+    first = heapq.nsmallest(n, fragments, key=lambda i: (-scores[i], i))
+    return first, float(np.nextafter(scores[first[-1]], -np.inf)) if first else 0.0
 
 
 def _lend(scores: dict[str, float], nid: str, lent: float, w: float, ceiling: float) -> bool:
@@ -279,23 +284,15 @@ def _lend(scores: dict[str, float], nid: str, lent: float, w: float, ceiling: fl
     return True
 
 
-def _under(scores: dict[str, float], lenders: list[str]) -> float:
-    """Just under the last of the hits that lend: they keep their places."""
-    return float(np.nextafter(scores[lenders[-1]], -np.inf))
-
-
 def _bridge(q: _Query, fused: _Fused) -> None:
     """The first ``relation.bridge_hits`` fragment hits lend their specific entities
     (:func:`~.relation.bridged`): a fragment that shares one scores up to ``w`` x that hit's score
     + (1 - ``w``) x its own (``w``: ``relation.bridge_weight``; :func:`_lend`), never above the hits
     that lent the entities. Updates ``fused`` in place."""
     cfg, st, scores = q.config.relation, q.st, fused.scores
-    if cfg.bridge_weight <= 0 or cfg.bridge_hits <= 0:
-        return
-    first = _first_fragments(st, scores, cfg.bridge_hits)
+    first, ceiling = _lenders(st, scores, cfg.bridge_weight, cfg.bridge_hits)
     if not first:
         return
-    ceiling = _under(scores, first)
     for fid, lent in bridged(st, {i: scores[i] for i in first}, q.allowed, cfg.bridge_max_fragments).items():
         if _lend(scores, fid, lent, cfg.bridge_weight, ceiling):
             fused.bridged.add(fid)
@@ -309,12 +306,9 @@ def _continue(q: _Query, fused: _Fused, sem: SemanticResult) -> None:
     (:func:`_lend`, ``w``: ``continuation_weight``), never above the hits that lend. Updates
     ``fused`` in place."""
     fcfg, st, scores = q.config.fusion, q.st, fused.scores
-    if fcfg.continuation_weight <= 0 or fcfg.continuation_hits <= 0:
-        return
-    first = _first_fragments(st, scores, fcfg.continuation_hits)
+    first, ceiling = _lenders(st, scores, fcfg.continuation_weight, fcfg.continuation_hits)
     if not first:
         return
-    ceiling = _under(scores, first)
     idx = st.build_index()
     for fid in first:
         said = sorted((st.messages[m] for m in st.node(fid).source_ids if m in st.messages), key=time_order)
