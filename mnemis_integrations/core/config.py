@@ -363,6 +363,15 @@ class ContextConfig(_Frozen):
         "whole +3.1 / +9.9 / +4.1 / +2.3 points at 256 / 512 / 1,024 / 2,048 tokens on the checked half, "
         "evidence sentences -2.5 at 256 and up above.",
     )
+    speaker_margin: float = Field(
+        0.4,
+        ge=0,
+        description="A fragment shows the messages of a speaker the query names first, unless another "
+        "speaker's best message matches the query better by more than this (messages' matches run from 0 "
+        "to 1 over the query's scored messages): then that message leads. The question may name the wrong "
+        "person, or the named one only asked and the other answered. 1: the named speaker's own always "
+        "first. Measured in BENCHMARKS.md ('A named speaker first, unless another matches far better').",
+    )
     defer_summaries: bool = Field(
         True,
         description="Concept / subtopic summaries (they hold no message of their own) take only the room "

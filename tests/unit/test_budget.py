@@ -7,6 +7,7 @@ import pytest
 
 from mnemis_integrations import ContextConfig, InvalidQueryError, MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.recipes import DEFAULT
 from mnemis_integrations.core.retrieval.budget import fit_to_budget
 from mnemis_integrations.core.retrieval.results import MemoryHit
 from mnemis_integrations.core.tokens import count_tokens
@@ -288,7 +289,8 @@ def test_bad_budget_is_refused(memory, bad):
 
 
 def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
-    mem = MnemisMemory(embedder=HashingEmbedder())
+    # The margin off: the named speaker's own first, however much better another's lines match.
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=DEFAULT.with_(context={"speaker_margin": 1.0}))
     mem.add_messages(
         [
             {"id": "q", "speaker": "Tim", "text": "John, which books have you been reading lately?"},
@@ -305,6 +307,36 @@ def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
     assert set(top.source_ids) == {"q", "a", "r"}
     assert top.focus[0] == "a"  # John's own answer, though Tim's lines match "books" better
     assert fragment("what books are great?").focus[0] != "a"
+
+
+def _two_speakers(margin: float | None = None) -> MnemisMemory:
+    config = DEFAULT if margin is None else DEFAULT.with_(context={"speaker_margin": margin})
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=config)
+    mem.add_messages(
+        [
+            {"id": "cake", "speaker": "Tim", "text": "I baked a lemon cake for the party on Saturday."},
+            {"id": "nice", "speaker": "John", "text": "Nice, I missed it, I was at work."},
+            {"id": "pie", "speaker": "John", "text": "Next time I bake a pie for the party."},
+        ],
+        namespace="u1",
+    )
+    return mem
+
+
+def _focus_of(mem: MnemisMemory, query: str) -> tuple[str, ...]:
+    return next(h for h in mem.search(query, k=3, namespace="u1") if h.kind == "fragment").focus
+
+
+def test_another_speakers_far_better_match_leads_when_the_query_names_the_wrong_person():
+    # "What did John say about the lemon cake?": Tim baked it; John's own lines hardly match.
+    assert _focus_of(_two_speakers(), "Did John bake a lemon cake on Saturday?")[0] == "cake"
+    assert _focus_of(_two_speakers(margin=1.0), "Did John bake a lemon cake on Saturday?")[0] == "pie"
+
+
+def test_a_named_speakers_close_match_keeps_the_lead():
+    # Tim's cake matches "a cake for the party" a little better than John's pie: within the margin.
+    assert _focus_of(_two_speakers(), "Will John bake a cake for the party?")[0] == "pie"
+    assert _focus_of(_two_speakers(margin=0.0), "Will John bake a cake for the party?")[0] == "cake"
 
 
 REPORT = (
