@@ -76,6 +76,20 @@ def test_a_moved_date_supersedes_the_booking_and_nothing_else(one_at_a_time):
     assert [e.properties for e in g.edges(EdgeKind.UPDATES)] == [{REPLACED: ["m0"], REPLACED_BY: ["m4"]}]
 
 
+def test_a_value_changed_twice_has_its_third_state_replace_the_second():
+    """The third state repeats the first's words ("for 40 booked") and matches it best, but the first
+    was replaced already: the link goes to the second, the state then in force."""
+    texts = OFFSITE[:4] + [
+        ("ana", "Update: the offsite at Lakeside Lodge on March 14 is now 45 people."),
+        ("ben", "The printer on floor two is out of toner."),
+        ("ana", "Update: the offsite at Lakeside Lodge on March 14 is now 46 people, for 40 booked."),
+    ]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    for m in _msgs(texts):
+        mem.add_messages([m], namespace="u")
+    assert _links(mem) == {(("m4",), ("m0",)), (("m6",), ("m4",))}
+
+
 def test_links_add_up_per_message_and_a_whole_link_stays_whole():
     g = MemoryGraph("u")
     for i in "abc":

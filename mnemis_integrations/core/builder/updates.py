@@ -28,11 +28,12 @@ import numpy as np
 
 from ..changes import asks, change_values, has_change_cue, stated_values
 from ..config import BuildConfig
-from ..maintenance.supersede import supersede
-from ..model import Message, Node, NodeKind, Status, time_order
+from ..maintenance.supersede import REPLACED, supersede
+from ..model import EdgeKind, Message, Node, NodeKind, Status, time_order
 from .steps import BuildReport
 
 if TYPE_CHECKING:
+    from ..indexes.incremental import BuildIndex
     from ..state import NamespaceState
 
 __all__ = [
@@ -270,9 +271,10 @@ class OfflineUpdateJudge:
                     )
                 )
             ranked = replaced(m.text, m.speaker, mine, cands)
-            if not ranked or ranked[0][1] < self.cfg.update_min_score:
+            floor = self.cfg.update_min_score
+            best = next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
+            if best is None:
                 continue
-            best = ranked[0][0]
             if best in own:
                 continue  # the change happened inside this fragment
             for fid in idx.holders(st, best):
@@ -290,3 +292,15 @@ class OfflineUpdateJudge:
         if olds:
             idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
+
+
+def _replaced_already(st: NamespaceState, idx: BuildIndex, mid: str) -> bool:
+    """Has a later message already replaced ``mid``? Then it states no current value to replace again: a
+    value that changes twice ("52", then "45", then "46") has its third state replace the second."""
+    g = st.graph
+    for fid in idx.holders(st, mid):
+        if g.has(fid):
+            for e in g.in_edges(fid, EdgeKind.UPDATES):
+                if REPLACED not in e.properties or mid in e.properties[REPLACED]:
+                    return True
+    return False
