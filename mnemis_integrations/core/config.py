@@ -364,13 +364,14 @@ class ContextConfig(_Frozen):
         "evidence sentences -2.5 at 256 and up above.",
     )
     speaker_margin: float = Field(
-        0.4,
+        0.3,
         ge=0,
-        description="A fragment shows the messages of a speaker the query names first, unless another "
-        "speaker's best message matches the query better by more than this (messages' matches run from 0 "
-        "to 1 over the query's scored messages): then that message leads. The question may name the wrong "
-        "person, or the named one only asked and the other answered. 1: the named speaker's own always "
-        "first. Measured in BENCHMARKS.md ('A named speaker first, unless another matches far better').",
+        description="A fragment shows what a speaker the query names states first (their questions take no "
+        "precedence), unless another speaker's best message matches the query better by more than this "
+        "(messages' matches run from 0 to 1 over the query's scored messages): then that message leads. "
+        "The question may name the wrong person, or the named one only asked and the other answered. 1: "
+        "the named speaker's statements always first. Measured in BENCHMARKS.md ('A named speaker first, "
+        "unless another matches far better').",
     )
     defer_summaries: bool = Field(
         True,

@@ -309,6 +309,21 @@ def test_a_speaker_named_by_the_query_has_their_own_messages_kept_first():
     assert fragment("what books are great?").focus[0] != "a"
 
 
+def test_a_named_speakers_own_question_takes_no_precedence():
+    # The margin off, so only the rule acts: Melanie's question says nothing of her; the answer leads.
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=DEFAULT.with_(context={"speaker_margin": 1.0}))
+    said = [
+        ("ask", "Melanie", "Wow, that agency looks great! What made you pick it?"),
+        ("why", "Caroline", "I chose the adoption agency since they support LGBTQ+ folks."),
+        ("bye", "Melanie", "Good luck with the adoption agency!"),
+    ]
+    mem.add_messages([{"id": i, "speaker": who, "text": text} for i, who, text in said], namespace="u1")
+    hits = mem.search("Why did Melanie choose the adoption agency?", k=3, namespace="u1")
+    focus = next(h for h in hits if h.kind == "fragment").focus
+    assert focus[0] == "bye"  # what Melanie states still comes first
+    assert focus.index("why") < focus.index("ask")
+
+
 def _two_speakers(margin: float | None = None) -> MnemisMemory:
     config = DEFAULT if margin is None else DEFAULT.with_(context={"speaker_margin": margin})
     mem = MnemisMemory(embedder=HashingEmbedder(), config=config)

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..changes import has_change_cue, states_change, states_decision
+from ..changes import asks, has_change_cue, states_change, states_decision
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
@@ -78,16 +78,22 @@ def _named_speakers(st: NamespaceState, query: str) -> frozenset[str]:
 def _focus(
     st: NamespaceState, shown: tuple[str, ...], scores: dict[str, float], named: frozenset[str], margin: float
 ) -> tuple[str, ...]:
-    """A fragment's messages in the order a budget keeps them: a named speaker's own first, then by match,
-    unless another speaker's best message matches better by more than ``margin``: that one leads.
+    """A fragment's messages in the order a budget keeps them: what a named speaker states first, then by
+    match, unless another speaker's best message matches better by more than ``margin``: that one leads.
 
     On LoCoMo dev, putting the named speaker's messages first added 1.4 points of recall at 512 tokens.
     But a question may name the wrong person ("What did Caroline realize after her charity race?",
     when Melanie ran it), or the named one only asked ("What made you pick it?") and the answer is the
     other's: there the named speaker's best message matches far worse, and showing it alone under a
-    small budget hides the answer.
+    small budget hides the answer. A named speaker's own question says nothing of them, so it takes
+    its place by match among the rest.
     """
-    order = tuple(sorted(shown, key=lambda m: (st.messages[m].speaker not in named, -scores.get(m, 0.0))))
+
+    def states(m: str) -> bool:
+        msg = st.messages[m]
+        return msg.speaker in named and not asks(msg.text)
+
+    order = tuple(sorted(shown, key=lambda m: (not states(m), -scores.get(m, 0.0))))
     if not named or not order or st.messages[order[0]].speaker not in named:
         return order
     other = next((m for m in order if st.messages[m].speaker not in named), None)
