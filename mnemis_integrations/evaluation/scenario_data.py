@@ -37,6 +37,7 @@ __all__ = [
     "ScenarioQuestion",
     "Supersession",
     "parse_messages",
+    "parse_supersessions",
     "parse_time",
     "scenario_from_dict",
 ]
@@ -349,10 +350,20 @@ def _parse_supersessions(
 ) -> tuple[Supersession, ...] | None:
     if "supersessions" not in data:
         return None
-    raw = data["supersessions"]
+    order = {m.id: n for n, m in enumerate(messages)}
+    return parse_supersessions(data["supersessions"], order, source=source)
+
+
+def parse_supersessions(raw: Any, order: Mapping[str, int], *, source: str) -> tuple[Supersession, ...]:
+    """A list of supersessions (a scenario file's ``supersessions``, or another annotation of the
+    same messages), checked: each names a new message and older ones among ``order`` (message id ->
+    its place in the conversation), and none appears twice.
+
+    Raises:
+        ScenarioError: not a list, a malformed entry, an unknown or misordered message, a duplicate.
+    """
     if not isinstance(raw, list):
         raise ScenarioError("'supersessions' must be a list", source=source)
-    order = {m.id: n for n, m in enumerate(messages)}
     out = tuple(_parse_supersession(r, i, order, source=source) for i, r in enumerate(raw))
     seen: set[tuple[str, frozenset[str]]] = set()
     for i, s in enumerate(out):

@@ -77,9 +77,9 @@ def test_the_update_judge_fit_separates_and_the_best_candidate_decides(tmp_path)
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
-    from mnemis_integrations.evaluation.scenarios import _load_path, default_suite_paths
+    from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios
 
-    scenarios = [s for p in default_suite_paths() for s in _load_path(p)]
+    scenarios = load_scenarios(default_suite_paths())
     for sc in scenarios:  # every file parses: ids exist, old messages come before the new one
         order = {m.id: i for i, m in enumerate(sc.messages)}
         assert agree.load_second(agree.SECOND, sc.id, order), sc.id
