@@ -328,7 +328,7 @@ def _continue(q: _Query, fused: _Fused, sem: SemanticResult) -> None:
         return
     idx = st.build_index()
     for fid in first:
-        said = sorted((st.messages[m] for m in st.node(fid).source_ids if m in st.messages), key=time_order)
+        said = sorted(st.fragment_messages(fid), key=time_order)
         if not said:
             continue
         best = max(said, key=lambda m: sem.message_scores.get(m.id, 0.0))
