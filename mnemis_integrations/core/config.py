@@ -244,6 +244,17 @@ class FusionConfig(_Frozen):
         "to the closest hit already chosen, so evidence spread over topics is not crowded out by one topic.",
     )
     attach_successors: bool = True
+    successor_lead_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A superseded hit's successor goes before it when the update is about what the "
+        "query matched: the message it replaced is the hit's best match to the query, or the successor "
+        "itself scores at least this share of the hit's score. Otherwise the link concerns another matter "
+        "the fragment also holds, and the successor keeps its own rank (after the ranked hits when it is "
+        "not one): LoCoMo dev R@256 / 512 .638 / .749 -> .642 / .753, scenario R@512 +0.4 (tune) / +0.3 "
+        "(holdout), current state first unchanged. 0: every successor leads.",
+    )
     newer_first: float = Field(
         0.3,
         ge=0,

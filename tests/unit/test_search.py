@@ -369,6 +369,52 @@ def test_scores_never_rise_down_the_list_outside_an_end_state_head():
     assert ranking.scores == [0.6, 0.3, 0.3]
 
 
+# A fragment holding two matters (m1, m2); a later one (m3) replaces only the first.
+MOVING = {
+    "c_life": {
+        "s_moving": {
+            "f_flat": ["I get the keys to the flat on 24 May.", "Need help with the van on moving day?"],
+            "f_keys": ["Keys pushed to 31 May, the previous tenant is delayed."],
+            "f_cake": ["Carrot cake for the party."],
+        }
+    }
+}
+
+
+@pytest.mark.parametrize(
+    "why, best_match, successor_score, fusion, leads",
+    [
+        ("the query matched the line replaced", "m1", 0.1, {}, True),
+        ("the query matched another matter of the fragment", "m2", 0.1, {}, False),
+        ("the successor matches the query itself", "m2", 0.5, {}, True),
+        ("every successor leads with the share at 0", "m2", 0.0, {"successor_lead_share": 0.0}, True),
+    ],
+)
+def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
+    why, best_match, successor_score, fusion, leads
+):
+    st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
+    q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
+    fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": successor_score})
+    matches = {"m1": 0.2, "m2": 0.2, best_match: 0.9}
+    ranking = search._place_successors(q, ["f_flat", "f_cake"], fused, [], matches)
+    if leads:
+        assert ranking.ids == ["f_keys", "f_flat", "f_cake"] and ranking.moved == {"f_keys"}, why
+    else:  # still returned, after the ranked hits, at its own score
+        assert ranking.ids == ["f_flat", "f_cake", "f_keys"] and not ranking.moved, why
+        assert ranking.scores == [0.9, 0.5, successor_score]
+    # without the query's message matches (a caller that has none) every successor leads
+    assert search._place_successors(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
+
+
+def test_a_successor_that_does_not_lead_keeps_its_own_rank():
+    st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
+    q = _query(st, "Who helps with the van?")
+    fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": 0.3})
+    ranking = search._place_successors(q, ["f_flat", "f_cake", "f_keys"], fused, [], {"m2": 0.9})
+    assert ranking.ids == ["f_flat", "f_cake", "f_keys"] and ranking.scores == [0.9, 0.5, 0.3]
+
+
 def test_before_the_switch_a_fact_has_no_successor_to_place():
     st = toy_state(**SWITCHED)
     q = _query(st, "x", as_of=BEFORE_THE_SWITCH)

@@ -186,31 +186,45 @@ def top_up(chosen: list[str], backup: Iterable[str], minimum: int) -> tuple[list
     return out, added
 
 
-def place_successors(ranked: list[str], successors: dict[str, list[str]]) -> tuple[list[str], set[str]]:
+def place_successors(
+    ranked: list[str], successors: dict[str, list[str]], leads: Callable[[str, str], bool] | None = None
+) -> tuple[list[str], set[str]]:
     """Put each superseded hit's current successor(s) directly before it.
 
     Returns the new order and the ids shown as successors: those that entered or moved, and
     those already ranked above what they replace. The successor ranks above what it replaced, so
     the reader meets the current state first.
 
+    ``leads(successor, superseded)``: whether that successor goes before that hit (``None``: every
+    one does). One that does not keeps its own place, or comes after the ranked hits when it is
+    not one of them: still returned, the timeline complete, without taking a first place.
+
     >>> place_successors(["x", "old", "y", "new"], {"old": ["new"]})
     (['x', 'new', 'old', 'y'], {'new'})
     >>> place_successors(["new", "x", "old"], {"old": ["new"]})
     (['new', 'x', 'old'], {'new'})
+    >>> place_successors(["old", "y"], {"old": ["new"]}, lambda new, old: False)
+    (['old', 'y', 'new'], set())
     """
     out: list[str] = []
     placed: set[str] = set()
     moved: set[str] = set()
+    after: list[str] = []
     for k in ranked:
         if k in placed:
             continue
         for s in successors.get(k, []):
-            moved.add(s)
-            if s not in placed:
+            if s in placed:
+                moved.add(s)  # already ranked above what it replaces
+            elif leads is None or leads(s, k):
+                moved.add(s)
                 out.append(s)
                 placed.add(s)
+            elif s not in ranked:
+                after.append(s)
         out.append(k)
         placed.add(k)
+    out += [s for s in dict.fromkeys(after) if s not in placed]
     return out, moved
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -192,8 +193,9 @@ def dual_path_search(
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
-       before it (``_newer_first``); a superseded hit is followed by the nodes that replace it; for
-       a question that asks for the end state the first few fragment hits read newest first
+       before it (``_newer_first``); a superseded hit is preceded by the nodes that replace it when
+       the update is about what the query matched, else they keep their own rank; for a question
+       that asks for the end state the first few fragment hits read newest first
        (``_end_state_newest_first``, each keeping its score); otherwise scores kept non-increasing.
     6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus; a linked
        pair near the top leads with the messages its link names: ``_link_messages``).
@@ -210,7 +212,7 @@ def dual_path_search(
     _bridge(q, fused)
     _continue(q, fused, sem)
     ranked, supplemented = _rank(q, fused, sem)
-    ranking = _place_successors(q, ranked, fused, supplemented)
+    ranking = _place_successors(q, ranked, fused, supplemented, sem.message_scores)
     return _to_hits(q, ranking, fused, rel, sem)
 
 
@@ -478,7 +480,26 @@ def _end_state_newest_first(q: _Query, ranked: list[str]) -> tuple[list[str], se
     return reordered + ranked[head:], lifted
 
 
-def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented: list[str]) -> _Ranking:
+def _replaced_best_match(q: _Query, old: str, message_scores: Mapping[str, float]) -> bool:
+    """Is the superseded hit's best match to the query a message its ``updates`` links replaced? A
+    link that names no message (the whole node replaced, as an LLM judges) counts as yes."""
+    node = q.st.node(old)
+    best = max(node.source_ids, key=lambda m: message_scores.get(m, 0.0), default=None)
+    return any(
+        REPLACED not in e.properties or best in e.properties[REPLACED]
+        for e in q.st.graph.in_edges(old, EdgeKind.UPDATES)
+    )
+
+
+def _place_successors(
+    q: _Query,
+    ranked: list[str],
+    fused: _Fused,
+    supplemented: list[str],
+    message_scores: Mapping[str, float] | None = None,
+) -> _Ranking:
+    """``message_scores``: each message's match to the query, to tell whether an update is about what a
+    superseded hit matched (``fusion.successor_lead_share``); ``None``: every successor leads."""
     successors: dict[str, list[str]] = {}
     if q.config.fusion.attach_successors:
         for nid in ranked:
@@ -488,7 +509,18 @@ def _place_successors(q: _Query, ranked: list[str], fused: _Fused, supplemented:
                     successors[nid] = succ
     # A superseded hit stays behind its successor, where its link places it, after this.
     ranked, lifted = _newer_first(q, ranked, fused.scores, set(successors))
-    ranked, moved = place_successors(ranked, successors)
+    share = q.config.fusion.successor_lead_share
+
+    def leads(new: str, old: str) -> bool:
+        # A fragment holds several matters; its link may concern another than the one the query matched
+        # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit).
+        return (
+            message_scores is None
+            or fused.scores.get(new, 0.0) >= share * fused.scores.get(old, 0.0)
+            or _replaced_best_match(q, old, message_scores)
+        )
+
+    ranked, moved = place_successors(ranked, successors, leads)
 
     # A hit placed by rule before one that outscored it (a successor before the hit it replaces, a
     # newer statement before the older one) is shown with that hit: it takes the hit's score when its
