@@ -388,6 +388,7 @@ MOVING = {
         ("the query matched another matter of the fragment", "m2", 0.1, {}, False),
         ("the successor matches the query itself", "m2", 0.5, {}, True),
         ("every successor leads with the share at 0", "m2", 0.0, {"successor_lead_share": 0.0}, True),
+        ("none of the hit's messages was scored", "m9", 0.1, {}, True),
     ],
 )
 def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
@@ -396,7 +397,7 @@ def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
     fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": successor_score})
-    matches = {"m1": 0.2, "m2": 0.2, best_match: 0.9}
+    matches = {"m1": 0.2, "m2": 0.2, best_match: 0.9} if best_match != "m9" else {"m9": 0.9}
     ranking = search._place_successors(q, ["f_flat", "f_cake"], fused, [], matches)
     if leads:
         assert ranking.ids == ["f_keys", "f_flat", "f_cake"] and ranking.moved == {"f_keys"}, why

@@ -482,9 +482,12 @@ def _end_state_newest_first(q: _Query, ranked: list[str]) -> tuple[list[str], se
 
 def _replaced_best_match(q: _Query, old: str, message_scores: Mapping[str, float]) -> bool:
     """Is the superseded hit's best match to the query a message its ``updates`` links replaced? A
-    link that names no message (the whole node replaced, as an LLM judges) counts as yes."""
-    node = q.st.node(old)
-    best = max(node.source_ids, key=lambda m: message_scores.get(m, 0.0), default=None)
+    link that names no message (the whole node replaced, as an LLM judges) counts as yes, and so does a
+    hit none of whose messages was scored (a large graph's funnel scores only its candidates)."""
+    scored = [m for m in q.st.node(old).source_ids if m in message_scores]
+    if not scored:
+        return True
+    best = max(scored, key=lambda m: message_scores[m])
     return any(
         REPLACED not in e.properties or best in e.properties[REPLACED]
         for e in q.st.graph.in_edges(old, EdgeKind.UPDATES)
