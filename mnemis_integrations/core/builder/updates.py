@@ -28,7 +28,7 @@ import numpy as np
 
 from ..changes import asks, change_values, has_change_cue, stated_values
 from ..config import BuildConfig
-from ..maintenance.supersede import REPLACED, supersede
+from ..maintenance.supersede import replaces, supersede
 from ..model import EdgeKind, Message, Node, NodeKind, Status, time_order
 from .steps import BuildReport
 
@@ -299,8 +299,6 @@ def _replaced_already(st: NamespaceState, idx: BuildIndex, mid: str) -> bool:
     value that changes twice ("52", then "45", then "46") has its third state replace the second."""
     g = st.graph
     for fid in idx.holders(st, mid):
-        if g.has(fid):
-            for e in g.in_edges(fid, EdgeKind.UPDATES):
-                if REPLACED not in e.properties or mid in e.properties[REPLACED]:
-                    return True
+        if g.has(fid) and any(replaces(e, mid) for e in g.in_edges(fid, EdgeKind.UPDATES)):
+            return True
     return False

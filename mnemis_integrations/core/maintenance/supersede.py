@@ -7,7 +7,7 @@ from datetime import datetime
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Status
 
-__all__ = ["REPLACED", "REPLACED_BY", "supersede"]
+__all__ = ["REPLACED", "REPLACED_BY", "replaces", "supersede"]
 
 # On an ``updates`` edge: the ids of the old node's messages that the new node's messages
 # (``REPLACED_BY``) replace. Absent: the whole old node is replaced (a link made by an LLM, a
@@ -16,6 +16,18 @@ __all__ = ["REPLACED", "REPLACED_BY", "supersede"]
 # shows a linked pair near the top with these messages first (``search._link_messages``).
 REPLACED = "replaced"
 REPLACED_BY = "replaced_by"
+
+
+def replaces(edge: Edge, message_id: str) -> bool:
+    """Does this ``updates`` edge replace ``message_id`` of its old node? An edge that names no
+    message replaces the whole node, so every message of it.
+
+    >>> replaces(Edge("b", "a", EdgeKind.UPDATES, properties={REPLACED: ["m1"]}), "m2")
+    False
+    >>> replaces(Edge("b", "a", EdgeKind.UPDATES), "m2")
+    True
+    """
+    return REPLACED not in edge.properties or message_id in edge.properties[REPLACED]
 
 
 def supersede(

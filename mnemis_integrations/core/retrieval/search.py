@@ -14,7 +14,7 @@ from ..changes import asks, has_change_cue, states_change, states_decision
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
 from ..filters import MetadataFilter
-from ..maintenance.supersede import REPLACED, REPLACED_BY
+from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
 from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
 from ..temporal import is_overview, status_at, visible_successors
@@ -488,10 +488,7 @@ def _replaced_best_match(q: _Query, old: str, message_scores: Mapping[str, float
     if not scored:
         return True
     best = max(scored, key=lambda m: message_scores[m])
-    return any(
-        REPLACED not in e.properties or best in e.properties[REPLACED]
-        for e in q.st.graph.in_edges(old, EdgeKind.UPDATES)
-    )
+    return any(replaces(e, best) for e in q.st.graph.in_edges(old, EdgeKind.UPDATES))
 
 
 def _place_successors(
