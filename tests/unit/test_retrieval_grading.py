@@ -124,4 +124,5 @@ def test_a_weak_successor_placed_first_does_not_flatten_the_scores_below_it():
     assert ids.index("f2") > ids.index("f1")
     # Not capped at the weak successor's score: the best match and the weaker one below it differ.
     assert hits[ids.index("f1")].score > hits[ids.index("f2")].score
-    assert hits[ids.index("f4")].score == hits[ids.index("f1")].score  # shown with the hit it replaces
+    # shown at the place of the hit it replaces, that hit just under it
+    assert 0 < hits[ids.index("f4")].score - hits[ids.index("f1")].score <= 0.01 + 1e-9

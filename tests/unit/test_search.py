@@ -347,15 +347,33 @@ def test_a_continuation_never_passes_the_hits_that_lend():
     assert (fused.scores["f_ask"], fused.scores["f_cake"]) == (0.9, 0.5)
 
 
+def test_hits_held_under_the_lenders_are_ranked_by_what_they_would_have_been_lent():
+    fused = _fused({"f_first": 0.9, "f_last": 0.5, "f_other": 0.2, "a": 0.1, "b": 0.3, "c": 0.0})
+    ceiling = 0.49
+    for nid, lent in (("a", 0.9), ("b", 0.8), ("c", 0.9)):
+        assert search._lend(fused, nid, lent, 1.0, ceiling)
+    assert fused.scores["a"] == fused.scores["b"] == fused.scores["c"] == ceiling  # one score, id order
+    search._spread_capped(fused)
+    held = sorted(("a", "b", "c"), key=lambda i: -fused.scores[i])
+    assert held == ["a", "c", "b"]  # 0.9 lent (a before c by id), then 0.8
+    assert 0.5 > ceiling > fused.scores["a"] > fused.scores["c"] > fused.scores["b"] > 0.2
+    assert len({round(fused.scores[i], 3) for i in held}) == 3
+    # a hit lent less than the ceiling keeps what it was lent
+    again = _fused({"f_first": 0.9, "x": 0.1})
+    search._lend(again, "x", 0.5, 0.5, 0.49)
+    search._spread_capped(again)
+    assert again.scores["x"] == pytest.approx(0.3)
+
+
 # ------------------------------------------------------------------ 5. successors
 
 
-def test_a_superseded_hit_is_preceded_by_its_successor_shown_at_its_score():
+def test_a_superseded_hit_is_preceded_by_its_successor_shown_at_its_score_and_itself_just_under():
     st = toy_state(**SWITCHED)
     fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6, "f_plan_b": 0.1})
     ranking = search._place_successors(_query(st, "x"), ["f_plan_a", "f_refund"], fused, [])
     assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}
-    assert ranking.scores == [0.8, 0.8, 0.6]
+    assert ranking.scores == pytest.approx([0.8, 0.79, 0.6])  # apart, in the order they read
     off = _query(st, "x", config=DEFAULT.with_(fusion={"attach_successors": False}))
     assert search._place_successors(off, ["f_plan_a", "f_refund"], fused, []).ids == ["f_plan_a", "f_refund"]
 
@@ -366,7 +384,7 @@ def test_scores_never_rise_down_the_list_outside_an_end_state_head():
     ranking = search._place_successors(
         _query(toy_state(), "x"), ["f_refund", "f_pricing", "f_plan_b"], fused, []
     )
-    assert ranking.scores == [0.6, 0.3, 0.3]
+    assert ranking.scores == pytest.approx([0.6, 0.3, 0.29])
 
 
 # A fragment holding two matters (m1, m2); a later one (m3) replaces only the first.
@@ -450,8 +468,8 @@ def test_a_newer_hit_that_restates_an_older_one_with_a_change_goes_just_before_i
         _query(toy_state(GUESTS), HOW_MANY), ["f_draft", "f_final"], _fused(scores), []
     )
     assert hits.ids == ["f_final", "f_draft"] and hits.lifted == {"f_final"} and not hits.moved
-    # it shares the older hit's score, and its via says why it stands first
-    assert hits.scores == [0.8, 0.8]
+    # it takes the older hit's score, the older one just under it, and its via says why it stands first
+    assert hits.scores == pytest.approx([0.8, 0.79])
     nothing = RelationResult(set(), {}, {}, 0)
     sem = SemanticResult(dict(scores), dict(scores), {})
     assert search._via("f_final", hits, _fused(scores), nothing, sem) == (Via.SEMANTIC, Via.NEWER)
@@ -511,7 +529,7 @@ def test_a_superseded_hit_stays_behind_its_successor_which_may_move_further():
     fused = _fused({"f_cost": 0.9, "f_plan_a": 0.85, "f_plan_b": 0.8})
     ranking = search._place_successors(q, ["f_cost", "f_plan_a", "f_plan_b"], fused, [])
     assert ranking.ids == ["f_plan_b", "f_cost", "f_plan_a"]
-    assert ranking.scores == [0.9, 0.9, 0.85]  # placed by rule: shown with the hit it went before
+    assert ranking.scores == pytest.approx([0.9, 0.89, 0.85])  # placed by rule: at the place it took
 
 
 SIGNED = {
@@ -622,7 +640,7 @@ def test_a_superseded_fact_comes_with_its_successor_first():
     assert [h.node_id for h in hits[:2]] == ["f_plan_b", "f_plan_a"]
     new, old = hits[:2]
     assert old.status == "superseded" and old.successors == ("f_plan_b",)
-    assert "successor" in new.via and new.score == old.score
+    assert "successor" in new.via and new.score - 0.01 == pytest.approx(old.score)
 
 
 def test_as_of_answers_from_what_was_known_then():

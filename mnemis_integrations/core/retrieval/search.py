@@ -152,6 +152,8 @@ class _Fused:
     fallback: bool  # the relation path found too little: the semantic path alone decides
     bridged: set[str] = field(default_factory=set)  # raised by sharing an entity with a first hit
     continued: set[str] = field(default_factory=set)  # raised as the next stretch after a first hit
+    # held at a lending rule's ceiling: node id -> (the ceiling, what it would have been lent)
+    capped: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -211,6 +213,7 @@ def dual_path_search(
     fused = _fuse(q, rel, sem)
     _bridge(q, fused)
     _continue(q, fused, sem)
+    _spread_capped(fused)
     ranked, supplemented = _rank(q, fused, sem)
     ranking = _place_successors(q, ranked, fused, supplemented, sem.message_scores)
     return _to_hits(q, ranking, fused, rel, sem)
@@ -292,15 +295,56 @@ def _lenders(st: NamespaceState, scores: dict[str, float], w: float, n: int) -> 
     return first, float(np.nextafter(scores[first[-1]], -np.inf)) if first else 0.0
 
 
-def _lend(scores: dict[str, float], nid: str, lent: float, w: float, ceiling: float) -> bool:
+def _lend(fused: _Fused, nid: str, lent: float, w: float, ceiling: float) -> bool:
     """Score ``nid`` up to ``w`` x ``lent`` + (1 - ``w``) x its own, at most ``ceiling``: True if it rose.
-    Fragments reached the same way stay ordered by their own match."""
+    Fragments reached the same way stay ordered by their own match; one held at the ceiling is
+    remembered with what it would have been lent (``_spread_capped``)."""
+    scores = fused.scores
     own = scores.get(nid, 0.0)
-    raised = min(w * lent + (1 - w) * own, ceiling)
+    wished = w * lent + (1 - w) * own
+    raised = min(wished, ceiling)
     if raised <= own:
         return False
     scores[nid] = raised
+    if wished > ceiling:
+        fused.capped[nid] = (ceiling, max(wished, fused.capped.get(nid, (0.0, 0.0))[1]))
+    else:
+        fused.capped.pop(nid, None)
     return True
+
+
+def _spread_capped(fused: _Fused) -> None:
+    """Hits held at a lending rule's ceiling would all read one score, just under the last hit that
+    lends, and follow each other in id order. Each group held at one ceiling is spread instead, in
+    the order of what they would have been lent, in even steps under the ceiling and above the next
+    score below it (``_steps_under``): their places among the other hits do not change, and their
+    scores rank them. Updates ``fused`` in place."""
+    scores = fused.scores
+    groups: dict[float, list[str]] = {}
+    for nid, (ceiling, _wished) in fused.capped.items():
+        if scores.get(nid) == ceiling:
+            groups.setdefault(ceiling, []).append(nid)
+    for ceiling in sorted(groups, reverse=True):
+        group = sorted(groups[ceiling], key=lambda i: (-fused.capped[i][1], i))
+        held = set(group)
+        below = max((s for i, s in scores.items() if s < ceiling and i not in held), default=0.0)
+        for nid, score in zip(group, _steps_under(ceiling, below, len(group)), strict=True):
+            scores[nid] = score
+
+
+# A run of hits placed under one score reads in steps of at most this share of the fused scale
+# ([0, 1] whatever the embedder): close under the score they are placed at, yet apart at three decimals.
+PLACED_STEP = 0.01
+
+
+def _steps_under(top: float, floor: float, n: int) -> list[float]:
+    """``n`` falling scores under ``top`` and above ``floor``, evenly apart, at most ``PLACED_STEP``.
+
+    >>> [round(x, 3) for x in _steps_under(0.9, 0.3, 2)], [round(x, 3) for x in _steps_under(0.9, 0.88, 3)]
+    ([0.89, 0.88], [0.895, 0.89, 0.885])
+    """
+    step = min((top - floor) / (n + 1), PLACED_STEP)
+    return [top - j * step for j in range(1, n + 1)]
 
 
 def _bridge(q: _Query, fused: _Fused) -> None:
@@ -313,7 +357,7 @@ def _bridge(q: _Query, fused: _Fused) -> None:
     if not first:
         return
     for fid, lent in bridged(st, {i: scores[i] for i in first}, q.allowed, cfg.bridge_max_fragments).items():
-        if _lend(scores, fid, lent, cfg.bridge_weight, ceiling):
+        if _lend(fused, fid, lent, cfg.bridge_weight, ceiling):
             fused.bridged.add(fid)
 
 
@@ -338,7 +382,7 @@ def _continue(q: _Query, fused: _Fused, sem: SemanticResult) -> None:
             continue
         nxt = idx.following(st, fid)
         if nxt is not None and nxt in q.allowed:
-            if _lend(scores, nxt, scores[fid], fcfg.continuation_weight, ceiling):
+            if _lend(fused, nxt, scores[fid], fcfg.continuation_weight, ceiling):
                 fused.continued.add(nxt)
 
 
@@ -532,10 +576,34 @@ def _place_successors(
             shown_score[i] = shown_score[i + 1]
     for i in range(1, len(shown_score)):  # top-ups too are placed by rule: scores stay non-increasing
         shown_score[i] = min(shown_score[i], shown_score[i - 1])
+    shown_score = _spread_placed(shown_score, [float(fused.scores.get(nid, 0.0)) for nid in ranked])
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     ranked, newest = _end_state_newest_first(q, ranked)
     return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest)
+
+
+def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
+    """Shown scores, non-increasing, with each run of equal ones that a placement made (a member shown
+    at another score than its own) stepped down after its first (``_steps_under``, above the next
+    lower score): a placed hit and the hit it goes before read in their order, not as one score.
+    Scores that are equal on their own stay equal.
+
+    >>> [round(x, 3) for x in _spread_placed([0.8, 0.8, 0.8, 0.5], [0.1, 0.8, 0.8, 0.5])]
+    [0.8, 0.79, 0.78, 0.5]
+    >>> _spread_placed([0.8, 0.8, 0.5], [0.8, 0.8, 0.5])
+    [0.8, 0.8, 0.5]
+    """
+    out, start = list(shown), 0
+    while start < len(out):
+        end = start
+        while end + 1 < len(out) and out[end + 1] == out[start]:
+            end += 1
+        if end > start and any(own[i] != shown[i] for i in range(start, end + 1)):
+            floor = out[end + 1] if end + 1 < len(out) else 0.0
+            out[start + 1 : end + 1] = _steps_under(out[start], floor, end - start)
+        start = end + 1
+    return out
 
 
 def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
