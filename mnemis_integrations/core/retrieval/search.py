@@ -191,14 +191,17 @@ def dual_path_search(
        alpha (the semantic path alone when the relation path found too little, then with a
        recency preference), non-fragment nodes weighed down; then ``_bridge``: fragments sharing a
        specific entity with the first fragment hits scored up towards them, never above them; and
-       ``_continue``: the fragment that follows a first hit whose best match ends it, likewise.
+       ``_continue``: the fragment that follows a first hit whose best match ends it, likewise; hits
+       held just under the lenders are spread there by what they would have been lent
+       (``_spread_capped``).
     4. ``_rank``: ordered by fused score, overlapping fragments collapsed, diversified, cut to
        ``k``, topped up from the semantic backup to ``min_results``.
     5. ``_place_successors``: a newer hit that restates an older one above it with a change goes
        before it (``_newer_first``); a superseded hit is preceded by the nodes that replace it when
        the update is about what the query matched, else they keep their own rank; for a question
        that asks for the end state the first few fragment hits read newest first
-       (``_end_state_newest_first``, each keeping its score); otherwise scores kept non-increasing.
+       (``_end_state_newest_first``, each keeping its score); otherwise scores kept non-increasing,
+       a placed hit's run stepped down after it (``_spread_placed``).
     6. ``_to_hits``: each node rendered as a :class:`MemoryHit` (text, sources, via, focus; a linked
        pair near the top leads with the messages its link names: ``_link_messages``).
     """
