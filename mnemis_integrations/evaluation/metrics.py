@@ -27,6 +27,7 @@ __all__ = [
     "percentile",
     "recall_at_k",
     "reciprocal_rank",
+    "tied_at_top",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -179,6 +180,24 @@ def reciprocal_rank(hit_source_ids: Sequence[Sequence[str]], evidence_ids: Seque
         if wanted.intersection(ids):
             return 1.0 / rank
     return 0.0
+
+
+def tied_at_top(scores: Sequence[float], n: int = 5, tolerance: float = 1e-3) -> float:
+    """1.0 when two neighbours among the first ``n`` scores differ by at most ``tolerance`` x the
+    first score (a ranking whose order there the scores do not explain), else 0.0. Relative to the
+    first score, so it reads the same for scores in [0, 1] and for rank fusion's small ones.
+
+    Examples:
+        >>> tied_at_top([0.9, 0.693, 0.693, 0.5]), tied_at_top([0.9, 0.693, 0.683, 0.5])
+        (1.0, 0.0)
+        >>> tied_at_top([0.033, 0.0328, 0.0325]), tied_at_top([0.9, 0.8, 0.7, 0.6, 0.5, 0.5])
+        (0.0, 0.0)
+    """
+    head = list(scores[:n])
+    if len(head) < 2:
+        return 0.0
+    close = tolerance * abs(head[0])
+    return float(any(abs(a - b) <= close for a, b in zip(head, head[1:], strict=False)))
 
 
 def percentile(values: Sequence[float], q: float) -> float:

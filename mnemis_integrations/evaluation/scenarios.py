@@ -28,7 +28,8 @@ asked before a later reversal, ``current`` is what was current then.
 
 :func:`load_benchmark` turns the suite into the :class:`~.datasets.Benchmark` that
 :func:`~.runner.run_benchmark` scores, and :data:`EXTRA_METRICS` adds the
-current-state-first metric (:func:`current_state_first`) to its report.
+current-state-first metric (:func:`current_state_first`) and ties among the first five hits
+(:func:`~.metrics.tied_at_top`) to its report.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .current_state import EXTRA_METRICS, current_state_first, current_state_first_rate
+from .current_state import EXTRA_METRICS as STATE_METRICS
+from .current_state import current_state_first, current_state_first_rate
 from .datasets import Benchmark, Conversation, Question
+from .metrics import tied_at_top
 from .scenario_data import (
     LANGUAGES,
     QUESTION_CLASSES,
@@ -87,6 +90,15 @@ __all__ = [
     "messages_until",
     "scenario_from_dict",
 ]
+
+
+def _tied_top5(question: Question, hits: Sequence[Any], conv: Conversation) -> float:
+    """Two neighbouring scores among the first five hits read alike (:func:`~.metrics.tied_at_top`)."""
+    return tied_at_top([float(h.score) for h in hits])
+
+
+# name -> metric, for run_benchmark(extra_metrics=...): current state first, and ties at the top.
+EXTRA_METRICS = {**STATE_METRICS, "tied_top5": _tied_top5}
 
 PROTOCOLS = ("incremental", "ask_at_time", "full")
 # The two suites, relative to the working directory or to a source checkout.

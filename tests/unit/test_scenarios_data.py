@@ -15,6 +15,7 @@ import pytest
 
 from mnemis_integrations.errors import MnemisError
 from mnemis_integrations.evaluation import scenarios
+from mnemis_integrations.evaluation.baselines import BaselineHit
 from mnemis_integrations.evaluation.cli import main as bench_main
 from mnemis_integrations.evaluation.datasets import Benchmark
 from mnemis_integrations.evaluation.scenarios import (
@@ -431,6 +432,20 @@ def test_state_metric_scores_evolution_questions(suite):
     assert metric(q, [_Hit(q.extra["current"]), _Hit(q.extra["superseded"])], conv) == 1.0
     assert metric(q, [_Hit(q.extra["superseded"]), _Hit(q.extra["current"])], conv) == 0.0
     assert metric(q, [_Hit(("unrelated",))], conv) is None
+
+
+def test_tie_metric_reads_the_first_five_scores(suite):
+    bench = load_benchmark()
+    metric = EXTRA_METRICS["tied_top5"]
+    conv = bench.conversations[0]
+    q = conv.questions[0]
+
+    def hits(*scores):
+        return [BaselineHit(f"t{i}", (f"m{i}",), s) for i, s in enumerate(scores)]
+
+    assert metric(q, hits(0.9, 0.7, 0.7, 0.5), conv) == 1.0  # two hits read alike
+    assert metric(q, hits(0.9, 0.7, 0.69, 0.5), conv) == 0.0
+    assert metric(q, hits(0.9, 0.8, 0.7, 0.6, 0.5, 0.5), conv) == 0.0  # past the first five
 
 
 def test_incremental_benchmark_is_one_streamed_conversation_per_scenario(suite):
