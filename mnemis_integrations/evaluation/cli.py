@@ -165,8 +165,9 @@ def _execute(
 
 def _run_locomo(args: argparse.Namespace) -> int:
     from .datasets import load_locomo
+    from .metrics import tied_top5
 
-    _execute(args, load_locomo(args.data, args.conversations))
+    _execute(args, load_locomo(args.data, args.conversations), {"tied_top5": tied_top5})
     return 0
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "recall_at_k",
     "reciprocal_rank",
     "tied_at_top",
+    "tied_top5",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -198,6 +199,12 @@ def tied_at_top(scores: Sequence[float], n: int = 5, tolerance: float = 1e-3) ->
         return 0.0
     close = tolerance * abs(head[0])
     return float(any(abs(a - b) <= close for a, b in zip(head, head[1:], strict=False)))
+
+
+def tied_top5(question: Any, hits: Sequence[Any], conv: Any) -> float:
+    """:func:`tied_at_top` over the hits' ``score``, as an extra metric of the runner (``extra_metrics``:
+    question, hits best first, conversation)."""
+    return tied_at_top([float(h.score) for h in hits])
 
 
 def percentile(values: Sequence[float], q: float) -> float:
