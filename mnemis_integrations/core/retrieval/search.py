@@ -573,13 +573,15 @@ def _place_successors(
     # newer statement before the older one) is shown with that hit: it takes the hit's score when its
     # own is lower. Otherwise one weak placed hit near the top capped every score below it (scores
     # stay non-increasing), and the top hits of many evolution questions all read the same.
-    shown_score = [float(fused.scores.get(nid, 0.0)) for nid in ranked]
+    own = [float(fused.scores.get(nid, 0.0)) for nid in ranked]
+    shown_score = list(own)
     for i in range(len(ranked) - 2, -1, -1):
         if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
             shown_score[i] = shown_score[i + 1]
     for i in range(1, len(shown_score)):  # top-ups too are placed by rule: scores stay non-increasing
         shown_score[i] = min(shown_score[i], shown_score[i - 1])
-    shown_score = _spread_placed(shown_score, [float(fused.scores.get(nid, 0.0)) for nid in ranked])
+    # The hits a placement made equal then step down after the first, so the scores rank them.
+    shown_score = _spread_placed(shown_score, own)
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     ranked, newest = _end_state_newest_first(q, ranked)
