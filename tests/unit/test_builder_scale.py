@@ -339,6 +339,25 @@ def test_the_build_index_follows_a_forget_and_is_rebuilt_after_an_edit():
     _assert_index_matches_graph(mem._states["u"])
 
 
+def test_a_fragment_reopened_after_the_timeline_dropped_it_is_followed_again():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(chat(40), namespace="u")
+    st = mem._states["u"]
+    idx = st.build_index()
+    idx.ready(st)
+    tail = idx.open_tail(st)
+    before = [f for f in st.graph.nodes(NodeKind.FRAGMENT) if idx.following(st, f.id) == tail.id]
+    tail.status = Status.SUPERSEDED  # as supersede() leaves it
+    idx.status_changed(st, [tail.id])
+    assert idx.open_tail(st).id != tail.id  # passed over, and dropped from the timeline's end
+    assert all(idx.following(st, f.id) != tail.id for f in before)
+    tail.status = Status.ACTIVE  # as a forget of its successor leaves it
+    idx.status_changed(st, [tail.id])
+    assert idx.open_tail(st).id == tail.id
+    assert before and all(idx.following(st, f.id) == tail.id for f in before)
+    _assert_index_matches_graph(st)
+
+
 def test_full_parents_leave_the_placement_search_and_come_back_when_forget_frees_room():
     mem = MnemisMemory(embedder=HashingEmbedder(), config=tight())
     msgs = chat(160)

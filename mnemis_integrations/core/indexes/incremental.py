@@ -255,7 +255,7 @@ class BuildIndex:
         return len(self.active)
 
     def status_changed(self, st: NamespaceState, node_ids) -> None:
-        """These fragments may have left (or entered) the active set."""
+        """These fragments may have left (or entered) the active set, and the open timeline."""
         if not self._built:
             self._unfollowed_write()
             return
@@ -266,6 +266,13 @@ class BuildIndex:
                 self.active.add(nid)
             else:
                 self.active.discard(nid)
+            if node is not None and node.kind == NodeKind.FRAGMENT and _is_open(node):
+                # reopened (a forget took its successor): open_tail may have dropped its entry
+                # while it was closed, so it is filed again unless it is still in place
+                now = time_key(node.event_time, nid)
+                if self._tail_key.get(nid) != now:
+                    self._tail_key[nid] = now
+                    bisect.insort(self._timeline, now)
 
     def child_count(self, st: NamespaceState, parent_id: str) -> int:
         """``st.child_count(parent_id)``, counted once and then kept by :meth:`child_added`: placement
