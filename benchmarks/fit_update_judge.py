@@ -89,6 +89,7 @@ def rows_of(scenario, vectors: np.ndarray) -> list[dict]:
                     "scenario": scenario.id,
                     "split": scenario.split,
                     "i": i,
+                    "key": c.key,
                     "y": int((m.id, c.key) in sup),
                     "x": [f[k] for k in FEATURES],
                     "gate": announces_change(f),

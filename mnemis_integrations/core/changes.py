@@ -19,7 +19,9 @@ __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated
 # line (finalising, rescheduling, refusing) was added for the scenario suite's reversals, e.g.
 # "Renewal update: ...", "My manager approved it: a two-year renewal", "v1.3 推迟到 9 月 25 号",
 # "张萌拒了我们的offer", "定价再调一次…降到每席位59元"; "Plan A looks good" and "see you Friday"
-# still carry no cue.
+# still carry no cue. The third group is how people correct a figure or move a value in chat
+# ("correction: ... 88 not 96", "went up to £160", "bump your travel to $2,200", "pushed to Sat 21st",
+# "更正一下", "数量加到3600件"), and plans that are dropped ("change of plan", "is off for now").
 _CHANGE_CUES = re.compile(
     r"\b(instead|no longer|not anymore|switch(?:ed|ing)? (?:to|over)|chang(?:ed|ing) (?:it |that )?to|"
     r"replac(?:e|ed|ing)|cancel(?:l?ed)?|scrap(?:ped)?|drop(?:ped)?|pause[ds]?|postpone[ds]?|revers(?:e|ed)|"
@@ -27,9 +29,14 @@ _CHANGE_CUES = re.compile(
     r"update[ds]?(?=:)|updated?|final|approved?|turned (?:it )?down|"
     r"declined|rejected|fell through|push(?:ed)? back|delay(?:ed)? to|reschedul(?:e|ed)|"
     r"can'?t approve|lower(?:ed)? (?:it |the price )?to|rais(?:e|ed) (?:it |the price )?to|"
-    r"adjust(?:ed|ing)?)\b|"
+    r"adjust(?:ed|ing)?|correct(?:ion|ed)|wrong (?:number|figure|date|day|time|price|amount)|my mistake|"
+    r"double[- ]count(?:ed)?|(?:went|gone|goes|is|are) (?:up|down) to|bump(?:ed)? (?:\w+ ){0,2}to|"
+    r"push(?:ed)? (?:it |out )?to|slip(?:ped|s)|change of (?:plans?|heart|mind)|changed (?:my|our) mind|"
+    r"new (?:plan|date|time|venue|total|price|budget|deadline)|revised|shelved?|"
+    r"(?:is|are) off(?= for now|[.,!;]|$)|can'?t make it|dropped out|pulled out|backed out)\b|"
     r"改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用|推迟|延期|改到|提前到|最终|"
-    r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到",
+    r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到|"
+    r"更正|纠正|算错|看错|说错|写错|搞错|改方案|改一下|变成|加到|减到|不用了|不去了|去不了|来不了",
     re.IGNORECASE,
 )
 
@@ -50,6 +57,13 @@ def has_change_cue(text: str) -> bool:
     ...     has_change_cue("see you Friday"),
     ... )
     (True, True, False)
+    >>> (
+    ...     has_change_cue("correction: 8 samples failed, so 88 not 96"),
+    ...     has_change_cue("Flights went up to £160"),
+    ...     has_change_cue("更正一下，是38不是48"),
+    ...     has_change_cue("the shop is off Main St"),
+    ... )
+    (True, True, True, False)
     """
     return bool(_CHANGE_CUES.search(text))
 
