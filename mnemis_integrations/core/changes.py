@@ -21,7 +21,8 @@ __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated
 # "张萌拒了我们的offer", "定价再调一次…降到每席位59元"; "Plan A looks good" and "see you Friday"
 # still carry no cue. The third group is how people correct a figure or move a value in chat
 # ("correction: ... 88 not 96", "went up to £160", "bump your travel to $2,200", "pushed to Sat 21st",
-# "更正一下", "数量加到3600件"), and plans that are dropped ("change of plan", "is off for now").
+# "New date: Oct 14", "改方案"), and people who drop out ("去不了"): read off the tune split's missed
+# updates only, so that the held-out conversations still test them.
 _CHANGE_CUES = re.compile(
     r"\b(instead|no longer|not anymore|switch(?:ed|ing)? (?:to|over)|chang(?:ed|ing) (?:it |that )?to|"
     r"replac(?:e|ed|ing)|cancel(?:l?ed)?|scrap(?:ped)?|drop(?:ped)?|pause[ds]?|postpone[ds]?|revers(?:e|ed)|"
@@ -30,13 +31,12 @@ _CHANGE_CUES = re.compile(
     r"declined|rejected|fell through|push(?:ed)? back|delay(?:ed)? to|reschedul(?:e|ed)|"
     r"can'?t approve|lower(?:ed)? (?:it |the price )?to|rais(?:e|ed) (?:it |the price )?to|"
     r"adjust(?:ed|ing)?|correct(?:ion|ed)|wrong (?:number|figure|date|day|time|price|amount)|my mistake|"
-    r"double[- ]count(?:ed)?|(?:went|gone|goes|is|are) (?:up|down) to|bump(?:ed)? (?:\w+ ){0,2}to|"
-    r"push(?:ed)? (?:it |out )?to|slip(?:ped|s)|change of (?:plans?|heart|mind)|changed (?:my|our) mind|"
-    r"new (?:plan|date|time|venue|total|price|budget|deadline)|revised|shelved?|"
-    r"(?:is|are) off(?= for now|[.,!;]|$)|can'?t make it|dropped out|pulled out|backed out)\b|"
+    r"(?:went|gone|goes|is|are) (?:up|down) to|bump(?:ed)? (?:\w+ ){0,2}to|push(?:ed)? (?:it |out )?to|"
+    r"changed (?:my|our) mind|new (?:plan|date|time|venue|total|price|budget|deadline)|shelved?|"
+    r"can'?t make it|dropped out|pulled out|backed out)\b|"
     r"改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用|推迟|延期|改到|提前到|最终|"
     r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到|"
-    r"更正|纠正|算错|看错|说错|写错|搞错|改方案|改一下|变成|加到|减到|不用了|不去了|去不了|来不了",
+    r"改方案|改一下|变成|不去了|去不了|来不了",
     re.IGNORECASE,
 )
 
@@ -60,8 +60,8 @@ def has_change_cue(text: str) -> bool:
     >>> (
     ...     has_change_cue("correction: 8 samples failed, so 88 not 96"),
     ...     has_change_cue("Flights went up to £160"),
-    ...     has_change_cue("更正一下，是38不是48"),
-    ...     has_change_cue("the shop is off Main St"),
+    ...     has_change_cue("小陈要值班，去不了"),
+    ...     has_change_cue("the price went up"),
     ... )
     (True, True, True, False)
     """
