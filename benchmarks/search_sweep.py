@@ -13,7 +13,9 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 /
-1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first. With ``--locomo``,
+1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first; then, per split, the
+build's ``updates`` links against the annotated supersessions (graph after the last message, scored
+as the bench scores them), so that a ``--build`` change shows its links too. With ``--locomo``,
 LoCoMo as ``mnemis bench locomo`` runs it (each conversation ingested whole, then asked), per
 conversation and overall, multi-hop apart, adversarial questions apart and left out of overall:
 the same figures as the bench's for the default setting.
@@ -39,8 +41,13 @@ from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation import metrics  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
-from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_benchmark  # noqa: E402
+from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
+    default_suite_paths,
+    load_benchmark,
+    load_scenarios,
+)
 from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
+from mnemis_integrations.evaluation.structure import combine, scenario_structure  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
 LOCOMO_MULTI_HOP, LOCOMO_ADVERSARIAL = 1, 5
@@ -73,6 +80,8 @@ def run(
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
     with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``."""
     bench = load_benchmark(paths, protocol="incremental")
+    scenarios = {s.id: s for s in load_scenarios(paths)}
+    structures: dict[str, list[dict]] = defaultdict(list)
     table: dict = _tables()
     rows: dict[str, list[dict]] = defaultdict(list)
     for conv in bench.conversations:
@@ -89,9 +98,27 @@ def run(
                     if v is not None:
                         for cls in (item.category, "overall"):
                             table[name][(split, cls)][metric].append(v)
+        scenario = scenarios[conv.id]
+        structures[scenario.split].append(scenario_structure(memory.graph(conv.id), scenario))
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
     _write_rows(rows, out)
+    print(links_report({split: combine(blocks) for split, blocks in structures.items()}))
     return table
+
+
+def links_report(by_split: dict[str, dict]) -> str:
+    """One line per split: the build's update links against the annotation (``structure.combine``)."""
+    lines = []
+    for split, combined in by_split.items():
+        u = combined.get("updates")
+        if u is None:
+            continue
+        lines.append(
+            f"update links, {split}: precision {u['precision'] or 0:.3f} ({u['correct']}/{u['edges']}), "
+            f"recall {u['recall'] or 0:.3f} ({u['covered']}/{u['annotated']}), "
+            f"false demotions {u['false_demotions']}/{u['superseded_fragments']}"
+        )
+    return "\n".join(lines)
 
 
 def _write_rows(rows: dict[str, list[dict]], out: str | None) -> None:

@@ -105,6 +105,20 @@ def test_the_judge_misses_name_wrong_links_and_missed_updates(monkeypatch, capsy
     assert "replaces m0: text 0" in out and "m3" not in out
 
 
+def test_the_sweep_reports_update_links_per_split_from_the_structure_figures():
+    from mnemis_integrations.evaluation.structure import combine
+
+    sweep = _module("search_sweep")
+    block = {"concepts": 1, "subtopics": 2, "fragments": 5, "purity": None}
+    updates = {"edges": 4, "correct": 3, "annotated": 6, "covered": 2, "superseded_fragments": 4}
+    tune = [
+        {**block, "updates": {**updates, "false_demotions": 1, "other_update_edges": 0}},
+        {**block, "updates": {**updates, "false_demotions": 0, "other_update_edges": 1}},
+    ]
+    text = sweep.links_report({"tune": combine(tune), "holdout": combine([{**block, "updates": None}])})
+    assert text == "update links, tune: precision 0.750 (6/8), recall 0.333 (4/12), false demotions 1/8"
+
+
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
