@@ -42,8 +42,8 @@ from mnemis_integrations.evaluation import metrics  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
+    benchmark_from_scenarios,
     default_suite_paths,
-    load_benchmark,
     load_scenarios,
 )
 from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
@@ -79,8 +79,9 @@ def run(
 ) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
     with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``."""
-    bench = load_benchmark(paths, protocol="incremental")
-    scenarios = {s.id: s for s in load_scenarios(paths)}
+    suite = load_scenarios(paths)  # read once: the benchmark and the structure figures both come from it
+    bench = benchmark_from_scenarios(suite, protocol="incremental")
+    scenarios = {s.id: s for s in suite}
     structures: dict[str, list[dict]] = defaultdict(list)
     table: dict = _tables()
     rows: dict[str, list[dict]] = defaultdict(list)
