@@ -266,7 +266,7 @@ class BuildIndex:
                 self.active.add(nid)
             else:
                 self.active.discard(nid)
-            if node is not None and node.kind == NodeKind.FRAGMENT and _is_open(node):
+            if node is not None and _is_open(node):
                 # reopened (a forget took its successor): open_tail may have dropped its entry
                 # while it was closed, so it is filed again unless it is still in place
                 now = time_key(node.event_time, nid)
