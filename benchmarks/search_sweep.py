@@ -13,7 +13,7 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 /
-1,024 / 2,048 tokens (the engine's own budget fitting) and current-state-first; then, per split, the
+1,024 / 2,048 tokens (the engine's own budget fitting), current-state-first and MRR; then, per split, the
 build's ``updates`` links against the annotated supersessions (graph after the last message, scored
 as the bench scores them), so that a ``--build`` change shows its links too. With ``--locomo``,
 LoCoMo as ``mnemis bench locomo`` runs it (each conversation ingested whole, then asked), per
@@ -62,6 +62,8 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
         fitted = memory.fit_to_budget(hits, b, config=config, query=q.text)
         out[f"R@{b}"] = metrics.budget_recalls([str(h.text) for h in fitted], evidence, [b], count_tokens)[b]
     out["CSF"] = CSF(q, hits, conv)
+    # The order a reader meets the evidence in: rules that move hits (the end state first) show here.
+    out["MRR"] = metrics.reciprocal_rank([h.source_ids for h in hits], list(q.evidence_ids))
     return out
 
 
@@ -182,8 +184,8 @@ def run_locomo(
 
 def report(table: dict) -> str:
     lines = [
-        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) | MRR |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, cells in table.items():
         for (split, cls), m in sorted(
@@ -193,7 +195,7 @@ def report(table: dict) -> str:
             lines.append(
                 f"| {name} | {split} | {cls} | "
                 + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
-                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) |"
+                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) | {avg.get('MRR', 0):.3f} |"
             )
     return "\n".join(lines)
 

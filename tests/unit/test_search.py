@@ -582,9 +582,93 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
 )
 def test_asked_for_the_end_state_the_first_fragment_hits_read_newest_first(text, head, order):
     q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"end_state_head": head}))
-    got, lifted = search._end_state_newest_first(q, ENDED)
+    got, lifted = search._state_in_force_first(q, ENDED, {})
     assert got == order
     assert lifted == {i for i in order if order.index(i) < ENDED.index(i)}
+
+
+def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state_head():
+    """The demo: the signed contract, placed first by a rule, was read after the go-live note, newer
+    and unlinked, whenever that note ranked third (by 0.002 on some hosts' floating point)."""
+    q = _query(
+        toy_state(SIGNED),
+        "Which plan did Nordwind take in the end?",
+        config=DEFAULT.with_(fusion={"end_state_head": 4}),
+    )
+    got, lifted = search._state_in_force_first(q, ENDED, {}, placed={"f_quote"})
+    assert got == ["f_quote", "c_billing", "f_signed", "f_kickoff"] and lifted == {"f_quote", "f_signed"}
+
+
+# Guests counted twice (the Bristol cousins named in both), and an older, unrelated matter.
+COUSINS = {
+    "c_party": {
+        "s_list": {"f_draft": ["Guest list draft: I count 40, the Bristol cousins too."]},
+        "s_food": {"f_cake": ["Cake from Bakewell's."], "f_count": ["With the Bristol cousins we're at 52."]},
+    }
+}
+COUNTED = ["f_draft", "f_cake", "f_count"]  # as ranked; f_count newest
+
+
+@pytest.mark.parametrize(
+    "why, text, mentions, scores, fusion, order",
+    [
+        (
+            "a present question: the newer word on the cousins first",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {},
+            ["f_count", "f_draft", "f_cake"],
+        ),
+        (
+            "no specific entity in common",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {},
+            COUNTED,
+        ),
+        (
+            "the entity is in too many fragments to be specific",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_cake": ["Bristol"], "f_count": ["Bristol"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {"relation": {"bridge_max_fragments": 2}},
+            COUNTED,
+        ),
+        (
+            "the newer hit matches far worse",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.5},
+            {},
+            COUNTED,
+        ),
+        (
+            "asks about the past",
+            "How many guests did we count at first?",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {},
+            COUNTED,
+        ),
+        (
+            "turned off",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {"fusion": {"present_state_head": 0}},
+            COUNTED,
+        ),
+    ],
+)
+def test_a_newer_hit_naming_the_same_specific_thing_goes_before_the_older_one(
+    why, text, mentions, scores, fusion, order
+):
+    q = _query(toy_state(COUSINS, mentions=mentions), text, config=DEFAULT.with_(**fusion))
+    got, lifted = search._state_in_force_first(q, COUNTED, scores)
+    assert got == order, why
+    assert lifted == {i for i in order if order.index(i) < COUNTED.index(i)}
 
 
 def test_a_hit_moved_up_for_the_end_state_keeps_its_score_and_says_newer():
