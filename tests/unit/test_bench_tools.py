@@ -119,6 +119,18 @@ def test_the_sweep_reports_update_links_per_split_from_the_structure_figures():
     assert text == "update links, tune: precision 0.750 (6/8), recall 0.333 (4/12), false demotions 1/8"
 
 
+def test_the_sweep_reports_mrr_beside_recall_and_current_state_first():
+    sweep = _module("search_sweep")
+    table = sweep._tables()
+    cell = table["default"][("tune", "overall")]
+    for b in sweep.BUDGETS:
+        cell[f"R@{b}"] += [1.0, 0.5]
+    cell["CSF"] += [1.0, 0.0]
+    cell["MRR"] += [1.0, 0.25]
+    row = sweep.report(table).splitlines()[-1]
+    assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.625 |")
+
+
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
