@@ -24,6 +24,7 @@ __all__ = [
     "bridged",
     "decay",
     "relation_path",
+    "specific_entities",
     "term_match",
 ]
 
@@ -156,6 +157,17 @@ def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) 
     return found
 
 
+def specific_entities(st: NamespaceState, fid: str, max_fragments: int) -> list[str]:
+    """The entities fragment ``fid`` mentions that at most ``max_fragments`` fragments mention:
+    "Highland", not a speaker."""
+    # Counted once per write version: a common entity (a speaker) is passed over without walking
+    # its thousands of mentions on every query.
+    counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
+    return [
+        e.dst for e in st.graph.out_edges(fid, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= max_fragments
+    ]
+
+
 def bridged(
     st: NamespaceState, sources: Mapping[str, float], allowed: Collection[str], max_fragments: int
 ) -> dict[str, float]:
@@ -166,15 +178,10 @@ def bridged(
     The query names no entity in most relational questions ("the sibling who helped with the van");
     the best hits do, and the rest of the answer is often where those entities come up again.
     """
-    # Counted once per write version: a common entity (a speaker) is passed over without walking
-    # its thousands of mentions on every query.
-    counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
     out: dict[str, float] = {}
     for src, score in sources.items():
-        for mention in st.graph.out_edges(src, EdgeKind.MENTIONS):
-            if counts.get(mention.dst, 0) > max_fragments:
-                continue
-            for fid in (e.src for e in st.graph.in_edges(mention.dst, EdgeKind.MENTIONS)):
+        for entity in specific_entities(st, src, max_fragments):
+            for fid in (e.src for e in st.graph.in_edges(entity, EdgeKind.MENTIONS)):
                 if fid not in sources and fid in allowed and st.node(fid).kind == NodeKind.FRAGMENT:
                     out[fid] = max(out.get(fid, 0.0), score)
     return out

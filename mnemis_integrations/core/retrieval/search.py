@@ -31,7 +31,7 @@ from .fusion import (
     semantic_match,
     top_up,
 )
-from .relation import RelationResult, bridged, node_words, relation_path, term_match
+from .relation import RelationResult, bridged, node_words, relation_path, specific_entities, term_match
 from .render import render
 from .results import MemoryHit, Via, metadata_of
 from .scope import Scope, scope_of
@@ -563,21 +563,12 @@ def _newer_before(
     """
     st = q.st
     dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
-    named: dict[str, frozenset[str]] = {}
-    if same_entity:
-        counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
-        cap = q.config.relation.bridge_max_fragments
-        named = {
-            i: frozenset(
-                e.dst for e in st.graph.out_edges(i, EdgeKind.MENTIONS) if counts.get(e.dst, 0) <= cap
-            )
-            for i in dated
-        }
+    cap = q.config.relation.bridge_max_fragments
+    named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if same_entity else {}
 
     def goes_before(new: str, old: str) -> bool:
         return (
-            old in dated
-            and old not in hold
+            old not in hold
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
             and (not same_entity or bool(named[new] & named[old]))
