@@ -464,3 +464,27 @@ def test_one_message_at_a_time_builds_what_one_batch_builds(centred):
         many.add_messages([m], namespace="u")
     assert canonical(one.graph("u")) == canonical(many.graph("u"))
     assert any(e.kind == EdgeKind.UPDATES for e in many.graph("u").edges())
+
+
+def _replacements(g) -> set[tuple]:
+    """Each ``updates`` edge as the messages it records: (replaced, replaced by)."""
+    out = set()
+    for e in g.edges():
+        if e.kind == EdgeKind.UPDATES:
+            out.add((tuple(e.properties.get("replaced", ())), tuple(e.properties.get("replaced_by", ()))))
+    return out
+
+
+def test_a_batch_judges_updates_as_one_message_at_a_time_does():
+    """The update judge reads each message's nearest earlier messages and the rarity of its words: in
+    one batch the batch's later messages are not indexed yet when it does, so it links the same
+    messages as a stream of single messages (whose features its weights were fitted on)."""
+    msgs = chat(160, seed=11)
+    one = MnemisMemory(embedder=HashingEmbedder())
+    one.add_messages(msgs, namespace="u")
+    many = MnemisMemory(embedder=HashingEmbedder())
+    for m in msgs:
+        many.add_messages([m], namespace="u")
+    links = _replacements(many.graph("u"))
+    assert len(links) >= 5
+    assert _replacements(one.graph("u")) == links

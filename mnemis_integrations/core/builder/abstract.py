@@ -23,7 +23,7 @@ from ..config import BuildConfig
 from ..embedders import EmbedderProfile
 from ..indexes.incremental import full_group
 from ..model import Edge, EdgeKind, Message, Node, NodeKind
-from .steps import BuildReport, Segment, Unbuilt, setting
+from .steps import BuildReport, Segment, setting
 from .summarise import shared_words, topic_words_of
 
 if TYPE_CHECKING:
@@ -182,10 +182,10 @@ class Placer:
 
     def place(self, st: NamespaceState, frag: Node, seg: Segment, rep: BuildReport) -> None:
         """Put a new fragment under a subtopic (founding one, itself put under a concept, if none fits)."""
-        self._place_under(st, frag, NodeKind.SUBTOPIC, ", ".join(frag.keywords[:2]), seg.unbuilt, rep)
+        self._place_under(st, frag, NodeKind.SUBTOPIC, ", ".join(frag.keywords[:2]), rep)
 
     def _place_under(
-        self, st: NamespaceState, child: Node, kind: NodeKind, label: str, unbuilt: Unbuilt, rep: BuildReport
+        self, st: NamespaceState, child: Node, kind: NodeKind, label: str, rep: BuildReport
     ) -> None:
         """One level of placement: the nearest parent of ``kind`` that can take ``child``, as the
         review hook confirms it, or a new parent (labelled ``label`` unless the hook names it); a
@@ -194,7 +194,7 @@ class Placer:
         level = _LEVELS[kind]
         threshold = setting(self.cfg, self.profile, level.threshold)
         capacity = getattr(self.cfg, level.capacity)
-        pid, sim = self._nearest_parent(st, st.node_vectors.get(child.id), kind, threshold, capacity, unbuilt)
+        pid, sim = self._nearest_parent(st, st.node_vectors.get(child.id), kind, threshold, capacity)
         p = self.review(Placement(child.id, level.name, pid, sim, g.get(pid).label if pid else label))
         pid = p.parent_id
         founded = pid is None or not g.has(pid)
@@ -218,7 +218,7 @@ class Placer:
             st.refresh_vectors([pid])  # an existing subtopic's vector is written after its new fragment's
         if kind == NodeKind.SUBTOPIC and founded:
             sub = g.get(pid)
-            self._place_under(st, sub, NodeKind.CONCEPT, sub.label, unbuilt, rep)
+            self._place_under(st, sub, NodeKind.CONCEPT, sub.label, rep)
         rep.touched.add(pid)
 
     def _nearest_parent(
@@ -228,7 +228,6 @@ class Placer:
         kind: NodeKind,
         threshold: float,
         max_size: int,
-        unbuilt: Unbuilt,
     ) -> tuple[str | None, float]:
         """``choose_parent`` over the nodes of ``kind`` nearest to ``vector`` (not over all of them).
 
@@ -238,11 +237,12 @@ class Placer:
         most similar non-full one.
 
         Centred (``centred_placement``): similarities are taken from the namespace's centre as it
-        stood when the fragment's last message arrived (:func:`_centre`). e5-style embedders put
-        every text of a conversation near one direction, where raw cosines cannot tell topics
-        apart and fragments filled the same few parents in turn (time buckets, not topics). The
-        raw-nearest ``PLACE_CANDIDATES`` parents are scored first, more (x4, up to the cap) while
-        none is chosen: a parent ranked low by raw cosine but high centred can be missed.
+        stood when the fragment's last message arrived (a batch's later messages are not indexed
+        yet). e5-style embedders put every text of a conversation near one direction, where raw
+        cosines cannot tell topics apart and fragments filled the same few parents in turn (time
+        buckets, not topics). The raw-nearest ``PLACE_CANDIDATES`` parents are scored first, more
+        (x4, up to the cap) while none is chosen: a parent ranked low by raw cosine but high
+        centred can be missed.
         """
         idx = st.build_index()
         idx.ready(st)  # node vectors are grouped by kind from here on
@@ -251,7 +251,8 @@ class Placer:
             return idx.child_count(st, pid)
 
         centred = bool(setting(self.cfg, self.profile, "centred_placement"))
-        centre = _centre(st, unbuilt) if centred else None
+        # The centre is the mean of the messages indexed so far: those built up to this fragment.
+        centre = st.msg_vectors.mean() if centred else None
         query = st.centred(vector[None, :], centre)[0] if centred else vector
         floor = None if centred else threshold - _EPS  # no raw floor for a centred threshold
         n = PLACE_CANDIDATES
@@ -275,14 +276,6 @@ class Placer:
             if pid is not None or in_window < n or n >= PLACE_MAX_CANDIDATES:
                 return pid, sim
             n = min(4 * n, PLACE_MAX_CANDIDATES)
-
-
-def _centre(st: NamespaceState, unbuilt: Unbuilt) -> np.ndarray:
-    """The mean vector of the namespace's messages up to the one being built: the whole message
-    index less the batch messages not built yet, so one batch places as message-by-message does."""
-    total, n = st.msg_vectors.mean() * len(st.msg_vectors), len(st.msg_vectors)
-    later, k = unbuilt
-    return (total - later) / max(n - k, 1)
 
 
 def relabel_parents(st: NamespaceState, touched: set[str]) -> None:

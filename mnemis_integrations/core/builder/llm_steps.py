@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -30,7 +29,7 @@ from .entities import EntityMention, find_entities
 from .llm_checks import check_entities, check_placements, check_segments, check_summaries, check_updates
 from .llm_structured import Usage, ask
 from .segment import segment
-from .steps import NOTHING_UNBUILT, BuildReport, Placer, Segment, UpdateJudge, setting
+from .steps import BuildReport, Placer, Segment, UpdateJudge, setting
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -321,8 +320,7 @@ class ProposedPlacer:
     def place(self, st: NamespaceState, frag: Node, seg: Segment, rep: BuildReport) -> None:
         prop = seg.placement
         if prop is None:
-            # The LLM builder's fallback has always centred on every message of the batch.
-            return self.fallback.place(st, frag, replace(seg, unbuilt=NOTHING_UNBUILT), rep)
+            return self.fallback.place(st, frag, seg, rep)
         g = st.graph
         sub = _named(st, NodeKind.SUBTOPIC, prop.subtopic, self.cfg.max_subtopic_fragments)
         sim = (

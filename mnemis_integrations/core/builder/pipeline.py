@@ -7,6 +7,12 @@ New messages attach to the existing hierarchy: the last open segment may be
 continued, new fragments join existing subtopics, new subtopics join existing
 concepts. Offline there is no LLM and no extra embedding: every hierarchy vector is a
 centroid of the message vectors already computed.
+
+A batch's messages enter the message vectors and the lexical index segment by segment, as
+each is built, so that what the steps read of the namespace is what a stream of one message
+at a time would have shown them: the update judge's neighbours, word rarities and ranks (its
+weights are fitted on features taken that way), and placement's centre. Placement itself may
+differ: a batch places a new fragment with all its messages, a stream when its first arrives.
 """
 
 from __future__ import annotations
@@ -91,20 +97,17 @@ def run_steps(
     mentions, relations = steps.entities(st, new, segments)
     names = steps.name(st, texts, summaries, [seg[0] != -1 for seg in segments])
 
-    # (sum, count) of the batch's vectors whose messages are not built yet: see abstract._centre
-    later, n_later = np.asarray(vectors, np.float64).sum(axis=0), len(new)
     created: list[tuple[str, list[Message]]] = []
     for k, seg in enumerate(segments):
         idx = [i for i in seg if i >= 0]
         frag = tail_frag if seg[0] == -1 else None
         if frag is not None:
             rep.fragments_extended += 1
-        later, n_later = later - np.asarray(vectors[idx], np.float64).sum(axis=0), n_later - len(idx)
+        _index_messages(st, [new[i] for i in idx], vectors[idx])
         segment = Segment(
             messages=[new[i] for i in idx],
             mentions=[mentions[i] for i in idx],
             extends=frag,
-            unbuilt=(later, n_later),
             summary=summaries[k],
             placement=names.get(k),
             relations=relations.get(k, []),
@@ -119,7 +122,8 @@ def run_steps(
 def _accept_messages(
     st: NamespaceState, new: list[Message], vectors: np.ndarray
 ) -> tuple[list[Message], np.ndarray]:
-    """Put new messages, in time order, into the state's message table and indexes."""
+    """Put new messages, in time order, into the state's message table (their vectors and words
+    are indexed as their segments are built: :func:`_index_messages`)."""
     idx = st.build_index(starting=True)
     idx.ingesting = True
     order = sorted(range(len(new)), key=lambda i: time_order(new[i]))
@@ -128,9 +132,14 @@ def _accept_messages(
     idx.messages_added([m for m in new if m.id not in st.messages])
     for m in new:
         st.messages[m.id] = m
-    st.msg_vectors.upsert([m.id for m in new], vectors)
-    st.lexical.add([m.id for m in new], [m.text for m in new])
     return new, vectors
+
+
+def _index_messages(st: NamespaceState, msgs: list[Message], vectors: np.ndarray) -> None:
+    """Index one segment's messages, just before it is built: the batch's later messages are not
+    indexed yet, as in a stream they would not have arrived."""
+    st.msg_vectors.upsert([m.id for m in msgs], vectors)
+    st.lexical.add([m.id for m in msgs], [m.text for m in msgs])
 
 
 def _add_fragment(

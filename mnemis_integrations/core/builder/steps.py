@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .prompts import FragmentSummary, PlacementProposal, RelationItem
 
 __all__ = [
-    "NOTHING_UNBUILT",
     "BuildReport",
     "BuildSteps",
     "EntityFinder",
@@ -55,11 +54,6 @@ class BuildReport:
     touched: set[str] = field(default_factory=set)
 
 
-# (sum, count) of a batch's message vectors whose segments are not built yet.
-Unbuilt = tuple[np.ndarray | float, int]
-NOTHING_UNBUILT: Unbuilt = (0.0, 0)
-
-
 @dataclass(frozen=True)
 class Segment:
     """One segment of a batch on its way to a fragment, with what the batch steps said of it.
@@ -72,7 +66,6 @@ class Segment:
     messages: list[Message]  # its new messages, in time order
     mentions: list[list[EntityMention]]  # the entities each of them names
     extends: Node | None  # the open fragment it continues; None for a new fragment
-    unbuilt: Unbuilt  # the batch's vectors still unbuilt once this segment is: the centre leaves them out
     summary: FragmentSummary | None = None  # the model's summary and keywords
     placement: PlacementProposal | None = None  # the model's subtopic and concept names
     relations: Sequence[RelationItem] = ()  # the model's relations between the segment's entities
