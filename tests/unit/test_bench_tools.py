@@ -131,6 +131,33 @@ def test_the_sweep_reports_mrr_beside_recall_and_current_state_first():
     assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.625 |")
 
 
+def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
+    """``--stream`` adds each message on its own; the questions and their rows are the same."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    sweep = _module("search_sweep")
+    calls: list[int] = []
+    real = sweep.MnemisMemory.add_messages
+
+    def counted(self, messages, namespace=None, **kw):
+        calls.append(len(messages))
+        return real(self, messages, namespace, **kw)
+
+    monkeypatch.setattr(sweep.MnemisMemory, "add_messages", counted)
+    fixture = str(ROOT / "tests" / "eval" / "fixtures" / "tiny_locomo.json")
+    emb = sweep.CachedEmbedder(HashingEmbedder())
+    settings = {"default": sweep.MemoryConfig()}
+    whole = sweep.run_locomo(settings, settings["default"], fixture, emb, 10)
+    batches = len(calls)
+    streamed = sweep.run_locomo(settings, settings["default"], fixture, emb, 10, stream=True)
+    assert set(calls[:batches]) != {1} and set(calls[batches:]) == {1}
+    assert len(calls) - batches == sum(calls[:batches])
+    assert whole.keys() == streamed.keys()
+    assert len(whole["default"][("all", "overall")]["R@512"]) == len(
+        streamed["default"][("all", "overall")]["R@512"]
+    )
+
+
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
