@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -495,16 +495,7 @@ def _newer_first(
         # Across subtopics other values are often other things: only a stated change or decision counts.
         return has_change_cue(text(new)) or states_decision(text(new))
 
-    lifted: set[str] = set()
-    for j in range(1, len(out)):
-        nid = out[j]
-        if nid in superseded or nid not in placed:
-            continue
-        above = next((i for i in range(j) if restates(nid, out[i])), None)
-        if above is not None:
-            out.insert(above, out.pop(j))
-            lifted.add(nid)
-    return out, lifted
+    return _pass_up(out, restates, movable=lambda nid: nid not in superseded and nid in placed)
 
 
 def _state_in_force_first(
@@ -574,14 +565,27 @@ def _newer_before(
             and (not same_entity or bool(named[new] & named[old]))
         )
 
-    out = list(dated)  # an insertion sort: each hit passes the older ones it may
-    for j in range(1, len(out)):
-        nid = out[j]
-        above = next((i for i in range(j) if goes_before(nid, out[i])), None)
-        if above is not None:
-            out.insert(above, out.pop(j))
+    out, _ = _pass_up(dated, goes_before)
     fragments, in_order = set(dated), iter(out)
     return [next(in_order) if i in fragments else i for i in first]
+
+
+def _pass_up(
+    order: list[str], passes: Callable[[str, str], bool], movable: Callable[[str], bool] = lambda _: True
+) -> tuple[list[str], set[str]]:
+    """An insertion pass, top down: each ``movable`` hit goes just before the first hit above it that
+    it ``passes`` (``passes(hit, above)``); the others keep their order. Returns the new order and the
+    hits that moved."""
+    out, moved = list(order), set()
+    for j in range(1, len(out)):
+        nid = out[j]
+        if not movable(nid):
+            continue
+        above = next((i for i in range(j) if passes(nid, out[i])), None)
+        if above is not None:
+            out.insert(above, out.pop(j))
+            moved.add(nid)
+    return out, moved
 
 
 def _replaced_best_match(q: _Query, old: str, message_scores: Mapping[str, float]) -> bool:
