@@ -74,3 +74,24 @@ def test_re_adding_a_key_replaces_its_text():
     idx.add(["a", "b"], ["refund bank", "lunch noodles"])
     idx.add(["a"], ["pricing plan"])
     assert len(idx) == 2 and "a" not in idx.scores("refund") and "a" in idx.scores("pricing")
+
+
+def test_hidden_keys_count_as_never_stored():
+    """The update judge asks as of a message whose fragment's later messages are indexed already:
+    with them hidden, idf, weights and overlaps are those of the index before they arrived."""
+    rng = random.Random(5)
+    texts = {f"m{i}": " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 8))) for i in range(40)}
+    keys = list(texts)
+    later = keys[30:]
+    full, before = LexicalIndex(), LexicalIndex()
+    full.add(keys, [texts[k] for k in keys])
+    before.add(keys[:30], [texts[k] for k in keys[:30]])
+    for _ in range(10):
+        query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
+        got = full.overlapping(query, 8, max_df=6, hidden=later)
+        want = before.overlapping(query, 8, max_df=6)
+        assert [k for k, _ in got] == [k for k, _ in want]
+        assert [v for _, v in got] == pytest.approx([v for _, v in want])
+    for k in keys[:30]:
+        assert full.weight(k, hidden=later) == pytest.approx(before.weight(k))
+        assert full.weight(k) != pytest.approx(before.weight(k))

@@ -11,8 +11,9 @@ centroid of the message vectors already computed.
 A batch's messages enter the message vectors and the lexical index segment by segment, as
 each is built, so that what the steps read of the namespace is what a stream of one message
 at a time would have shown them: the update judge's neighbours, word rarities and ranks (its
-weights are fitted on features taken that way), and placement's centre. Placement itself may
-differ: a batch places a new fragment with all its messages, a stream when its first arrives.
+weights are fitted on features taken that way; it reads a segment's own later messages as not
+arrived yet), and placement's centre. Placement itself may differ: a batch places a new
+fragment with all its messages, a stream when its first arrives.
 """
 
 from __future__ import annotations

@@ -234,10 +234,13 @@ class OfflineUpdateJudge:
         idx = st.build_index()
         own = set(frag.source_ids)
         olds: list[str] = []
-        for m in msgs:
+        for p, m in enumerate(msgs):
             if m.id not in st.msg_vectors or m.id not in st.lexical:
                 continue
             said = time_order(m)
+            # The fragment's later messages are indexed with it, but in a stream they had not arrived:
+            # the features are those a message at a time gives (the weights were fitted on those).
+            unsaid = [x.id for x in msgs[p + 1 :]]
 
             def earlier(mid: str, m: Message = m, said: tuple = said) -> bool:
                 other = st.messages.get(mid)
@@ -246,14 +249,14 @@ class OfflineUpdateJudge:
             near = sorted(
                 (
                     (k, c)
-                    for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL).items()
+                    for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
                     if earlier(k)
                 ),
                 key=lambda kc: (-kc[1], kc[0]),
             )[:POOL]
-            by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF)
+            by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
             terms = st.lexical.terms(m.id)
-            mine = st.lexical.weight(m.id)
+            mine = st.lexical.weight(m.id, hidden=unsaid)
             cosine = dict(near)
             pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
             cands = []
@@ -265,8 +268,8 @@ class OfflineUpdateJudge:
                         other.text,
                         other.speaker,
                         abs(m.seq - other.seq),
-                        sum(st.lexical.idf(t) for t in terms & st.lexical.terms(k)),
-                        st.lexical.weight(k),
+                        sum(st.lexical.idf(t, unsaid) for t in terms & st.lexical.terms(k)),
+                        st.lexical.weight(k, hidden=unsaid),
                         cosine.get(k),
                     )
                 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -94,34 +94,59 @@ class LexicalIndex:
         terms = self._terms[self._slot[key]]
         return {t for t in terms if t != _EMPTY} if terms else set()
 
-    def idf(self, term: str) -> float:
-        n, df = len(self._slot), len(self._postings.get(term, ()))
+    def idf(self, term: str, hidden: Collection[str] = ()) -> float:
+        """``hidden``: stored keys counted as not stored (a text that, at the time asked about, had not
+        arrived yet)."""
+        slots = self._slots_of(hidden)
+        return self._idf(term, slots)
+
+    def _slots_of(self, keys: Collection[str]) -> frozenset[int]:
+        return frozenset(self._slot[k] for k in keys if k in self._slot)
+
+    def _df(self, term: str, hidden: frozenset[int]) -> int:
+        posting = self._postings.get(term, {})
+        return len(posting) - sum(1 for s in hidden if s in posting)
+
+    def _idf(self, term: str, hidden: frozenset[int]) -> float:
+        n, df = len(self._slot) - len(hidden), self._df(term, hidden)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    def weight(self, key: str) -> float:
-        """Summed idf of the distinct terms of a stored text."""
-        return sum(self.idf(t) for t in self.terms(key))
+    def weight(self, key: str, hidden: Collection[str] = ()) -> float:
+        """Summed idf of the distinct terms of a stored text (``hidden``: as :meth:`idf`)."""
+        slots = self._slots_of(hidden)
+        return sum(self._idf(t, slots) for t in self.terms(key))
 
     def overlapping(
-        self, query: str, n: int, keep: Callable[[str], bool] | None = None, max_df: int | None = None
+        self,
+        query: str,
+        n: int,
+        keep: Callable[[str], bool] | None = None,
+        max_df: int | None = None,
+        hidden: Collection[str] = (),
     ) -> list[tuple[str, float]]:
         """The ``n`` stored keys (``keep`` ones only) sharing the most query terms, by summed idf of
         the distinct terms shared, best first (ties: the earlier stored first). Terms held by more
         than ``max_df`` texts are not followed: their idf is small, and following them would cost
         as much as the namespace is large. The overlap reported counts only the terms followed.
+        ``hidden`` keys count as not stored, in the idf and ``max_df`` too, and are never returned.
 
         >>> idx = LexicalIndex(); idx.add(["a", "b", "c"], ["plot four soil", "plot nine", "coffee"])
         >>> [k for k, _ in idx.overlapping("soil plot", 5)]
         ['a', 'b']
+        >>> [k for k, _ in idx.overlapping("soil plot", 5, hidden=["a"])]
+        ['b']
         """
+        withheld = self._slots_of(hidden)
         slots, weights = [], []
         for term in set(lexical_terms(query)):
             posting = self._postings.get(term)
-            if not posting or (max_df is not None and len(posting) > max_df):
+            if not posting or (max_df is not None and self._df(term, withheld) > max_df):
                 continue
             term_slots, _ = self._posting_arrays(term)
+            if withheld:
+                term_slots = term_slots[~np.isin(term_slots, list(withheld))]
             slots.append(term_slots)
-            weights.append(np.full(len(term_slots), self.idf(term), np.float64))
+            weights.append(np.full(len(term_slots), self._idf(term, withheld), np.float64))
         if not slots:
             return []
         uniq, inverse = np.unique(np.concatenate(slots), return_inverse=True)
