@@ -75,6 +75,16 @@ def test_a_segmenter_swapped_in_decides_the_fragments():
     assert fragments(mem) == [(f"f:{m['id']}", [m["id"]]) for m in CONVERSATION]
 
 
+def test_messages_a_segmenter_leaves_out_are_still_indexed():
+    """Messages are indexed as their segments are built; one in no segment is indexed all the same."""
+    emb = HashingEmbedder()
+    builder = offline(emb)
+    builder.steps = replace(builder.steps, segment=lambda st, new, vectors, tail: [[0]])
+    mem = built(builder, emb=emb)
+    st = mem._states["u"]
+    assert all(m["id"] in st.lexical and m["id"] in st.msg_vectors for m in CONVERSATION)
+
+
 def test_a_segment_led_by_minus_one_continues_the_open_fragment():
     emb = HashingEmbedder()
     builder = offline(emb)

@@ -116,6 +116,10 @@ def run_steps(
         written = _add_fragment(steps, cfg, st, segment, rep)
         if frag is None:
             created.append((written.id, segment.messages))
+    # A segmenter swapped in may leave messages out: indexed all the same, as a reopened store does.
+    left_out = [i for i, m in enumerate(new) if m.id not in st.lexical]
+    if left_out:
+        _index_messages(st, [new[i] for i in left_out], vectors[left_out])
     steps.updates.batch_added(st, created, rep)
     relabel_parents(st, rep.touched)
 
