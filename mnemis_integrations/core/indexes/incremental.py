@@ -179,12 +179,24 @@ class BuildIndex:
                 continue
             now = time_key(node.event_time, fid)
             if now != key:  # its time changed behind the builder's back: file it where it belongs
-                line.pop()
-                self._tail_key[fid] = now
-                bisect.insort(line, now)
+                self._file(fid, now)
                 continue
             return node
         return None
+
+    def _file(self, fid: str, key: TimeKey | None) -> None:
+        """File fragment ``fid`` in the open timeline under ``key`` (None: it is not open), its entry
+        under another key taken out. Entries of fragments gone or renamed stay until met: ``open_tail``
+        drops them, ``following`` passes over them (an entry counts only while ``_tail_key`` holds it)."""
+        old = self._tail_key.pop(fid, None)
+        if old is not None and old != key:
+            i = bisect.bisect_left(self._timeline, old)
+            if i < len(self._timeline) and self._timeline[i] == old:
+                del self._timeline[i]
+        if key is not None:
+            self._tail_key[fid] = key
+            if old != key:
+                bisect.insort(self._timeline, key)
 
     def _timeline_ready(self, st: NamespaceState) -> None:
         """The open fragments' timeline, alone when the whole index is not built yet."""
@@ -231,19 +243,7 @@ class BuildIndex:
             self.fragments += 1
             if node.status == Status.ACTIVE:
                 self.active.add(node.id)
-        old = self._tail_key.get(node.id)
-        now = time_key(node.event_time, node.id)
-        if old == now:
-            return
-        if old is not None:
-            i = bisect.bisect_left(self._timeline, old)
-            if i < len(self._timeline) and self._timeline[i] == old:
-                del self._timeline[i]
-        if _is_open(node):
-            self._tail_key[node.id] = now
-            bisect.insort(self._timeline, now)
-        else:
-            self._tail_key.pop(node.id, None)
+        self._file(node.id, time_key(node.event_time, node.id) if _is_open(node) else None)
 
     # ------------------------------------------------------------------ fragments
     def fragment_count(self, st: NamespaceState) -> int:
@@ -269,10 +269,7 @@ class BuildIndex:
             if node is not None and _is_open(node):
                 # reopened (a forget took its successor): open_tail may have dropped its entry
                 # while it was closed, so it is filed again unless it is still in place
-                now = time_key(node.event_time, nid)
-                if self._tail_key.get(nid) != now:
-                    self._tail_key[nid] = now
-                    bisect.insort(self._timeline, now)
+                self._file(nid, time_key(node.event_time, nid))
 
     def child_count(self, st: NamespaceState, parent_id: str) -> int:
         """``st.child_count(parent_id)``, counted once and then kept by :meth:`child_added`: placement
@@ -419,8 +416,9 @@ class BuildIndex:
             for eid in eids:
                 self._drop_mention(eid, old)
             self.active.discard(old)
-            was = self._tail_key.pop(old, None)  # a timeline entry no longer in _tail_key is dropped when met
             new = renamed.get(old, old)
+            if new != old or not g.has(new):
+                self._tail_key.pop(old, None)  # a timeline entry no longer in _tail_key is dropped when met
             if not g.has(new):
                 self.fragments -= 1
                 continue
@@ -430,10 +428,7 @@ class BuildIndex:
                     self._add_mention(eid, new)
             if node.status == Status.ACTIVE:
                 self.active.add(new)
-            if _is_open(node):
-                self._tail_key[new] = time_key(node.event_time, new)
-                if self._tail_key[new] != was:
-                    bisect.insort(self._timeline, self._tail_key[new])
+            self._file(new, time_key(node.event_time, new) if _is_open(node) else None)
             if new != old:
                 for mid in node.source_ids:
                     holders = self._extra_holders.get(mid)
