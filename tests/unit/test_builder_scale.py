@@ -18,6 +18,7 @@ from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.indexes.incremental import BuildIndex
 from mnemis_integrations.core.indexes.vector import VectorIndex
+from mnemis_integrations.core.maintenance.supersede import REPLACED, REPLACED_BY
 from mnemis_integrations.core.model import EdgeKind, Message, Node, NodeKind, Status
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
@@ -468,11 +469,10 @@ def test_one_message_at_a_time_builds_what_one_batch_builds(centred):
 
 def _replacements(g) -> set[tuple]:
     """Each ``updates`` edge as the messages it records: (replaced, replaced by)."""
-    out = set()
-    for e in g.edges():
-        if e.kind == EdgeKind.UPDATES:
-            out.add((tuple(e.properties.get("replaced", ())), tuple(e.properties.get("replaced_by", ()))))
-    return out
+    return {
+        (tuple(e.properties.get(REPLACED, ())), tuple(e.properties.get(REPLACED_BY, ())))
+        for e in g.edges(EdgeKind.UPDATES)
+    }
 
 
 def test_a_batch_judges_updates_as_one_message_at_a_time_does():

@@ -256,7 +256,8 @@ class OfflineUpdateJudge:
             )[:POOL]
             by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
             terms = st.lexical.terms(m.id)
-            mine = st.lexical.weight(m.id, hidden=unsaid)
+            rarity = {t: st.lexical.idf(t, unsaid) for t in terms}  # read once, not per candidate
+            mine = sum(rarity.values())
             cosine = dict(near)
             pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
             cands = []
@@ -268,7 +269,7 @@ class OfflineUpdateJudge:
                         other.text,
                         other.speaker,
                         abs(m.seq - other.seq),
-                        sum(st.lexical.idf(t, unsaid) for t in terms & st.lexical.terms(k)),
+                        sum(rarity[t] for t in terms & st.lexical.terms(k)),
                         st.lexical.weight(k, hidden=unsaid),
                         cosine.get(k),
                     )

@@ -137,6 +137,7 @@ class LexicalIndex:
         ['b']
         """
         withheld = self._slots_of(hidden)
+        withheld_slots = np.fromiter(withheld, np.int64, len(withheld))
         slots, weights = [], []
         for term in set(lexical_terms(query)):
             posting = self._postings.get(term)
@@ -144,7 +145,7 @@ class LexicalIndex:
                 continue
             term_slots, _ = self._posting_arrays(term)
             if withheld:
-                term_slots = term_slots[~np.isin(term_slots, list(withheld))]
+                term_slots = term_slots[~np.isin(term_slots, withheld_slots)]
             slots.append(term_slots)
             weights.append(np.full(len(term_slots), self._idf(term, withheld), np.float64))
         if not slots:
