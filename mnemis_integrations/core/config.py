@@ -72,6 +72,15 @@ class BuildConfig(_Frozen):
         description="Compare placement similarities from the namespace's mean message vector; None: embedder "
         "profile (on for e5). Set both thresholds with it: centred and raw cosines differ in scale.",
     )
+    place_again_until_words: int = Field(
+        0,
+        ge=0,
+        description="A fragment that grows is placed again, with all its messages, while the messages it "
+        "held before held fewer than this many distinct content words: 3 places a fragment opened by a "
+        "greeting by what follows it; a large value places every fragment of a stream where one batch "
+        "holding its messages places it (the same hierarchy, however the messages were batched). 0: a "
+        "fragment stays where its first messages placed it (BENCHMARKS.md, seventeenth round).",
+    )
     update_min_score: float = Field(
         -1.0,
         description="A new message supersedes the fragment of its best-scoring earlier message at or above "

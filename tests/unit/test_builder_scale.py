@@ -9,17 +9,18 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 from _over_time import WEEKS
-from _toy_graph import toy_state
+from _toy_graph import OFFICE, toy_state
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core import recipes
 from mnemis_integrations.core.builder import abstract
+from mnemis_integrations.core.builder.steps import BuildReport
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.indexes.incremental import BuildIndex
 from mnemis_integrations.core.indexes.vector import VectorIndex
 from mnemis_integrations.core.maintenance.supersede import REPLACED, REPLACED_BY
-from mnemis_integrations.core.model import EdgeKind, Message, Node, NodeKind, Status
+from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind, Status
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
 
@@ -488,3 +489,99 @@ def test_a_batch_judges_updates_as_one_message_at_a_time_does():
     links = _replacements(many.graph("u"))
     assert len(links) >= 5
     assert _replacements(one.graph("u")) == links
+
+
+def _parents(g) -> dict[str, str | None]:
+    return {n.id: (g.parent(n.id).id if g.parent(n.id) else None) for n in g.nodes(NodeKind.FRAGMENT)}
+
+
+def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(tmp_path):
+    """A stream places a new fragment by its first message, one batch with all of them. Placed again
+    as it grows, every fragment of a stream ends under the parent one batch gives it, the parents it
+    left empty are gone, and a reopened store holds the same hierarchy."""
+    msgs = chat(160, seed=11)
+    again = recipes.DEFAULT.with_(build={"place_again_until_words": 10_000})
+    one = MnemisMemory(embedder=HashingEmbedder(), config=again)
+    one.add_messages(msgs, namespace="u")
+    settled = MnemisMemory(embedder=HashingEmbedder())
+    many = MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder(), config=again)
+    for m in msgs:
+        settled.add_messages([m], namespace="u")
+        many.add_messages([m], namespace="u")
+    g = many.graph("u")
+    assert _parents(settled.graph("u")) != _parents(g)  # the chat has fragments that move
+    assert _parents(g) == _parents(one.graph("u"))
+    parents = [n for n in g.nodes() if n.kind in (NodeKind.SUBTOPIC, NodeKind.CONCEPT)]
+    assert parents and all(g.children(n.id) for n in parents)
+    reopened = MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder(), config=again)
+    assert canonical(reopened.graph("u")) == canonical(g)
+
+
+def test_a_fragment_opened_by_a_greeting_is_placed_by_what_follows():
+    """A greeting says too little to place a fragment by: with ``place_again_until_words`` 3, once the
+    messages after it say more, the fragment is placed again, beside the earlier talk on the same
+    thing (as one batch places it)."""
+    t = T0
+    talk = [
+        ("ann", "The garden tomatoes need staking, and the basil seedlings want more sun."),
+        ("bob", "Garden tomatoes staked; basil seedlings moved to the sunny bed."),
+        ("ann", "The car engine repair quote came in: new spark plugs and a timing belt."),
+        ("bob", "Car engine repair booked with the mechanic for the spark plugs and timing belt."),
+    ]
+    msgs = [
+        {"id": f"m{i}", "speaker": s, "text": x, "timestamp": t + timedelta(hours=i)}
+        for i, (s, x) in enumerate(talk)
+    ]
+    later = t + timedelta(days=3)
+    msgs += [
+        {"id": "m4", "speaker": "ann", "text": "Hey Bob!", "timestamp": later},
+        {
+            "id": "m5",
+            "speaker": "bob",
+            "text": "Car engine repair done: the mechanic fitted the spark plugs and the timing belt.",
+            "timestamp": later + timedelta(minutes=1),
+        },
+    ]
+    greeting = recipes.DEFAULT.with_(build={"place_again_until_words": 3})
+    graphs = {}
+    for name, config in (("placed again", greeting), ("settled", recipes.DEFAULT)):
+        stream = MnemisMemory(embedder=HashingEmbedder(), config=config)
+        for m in msgs:
+            stream.add_messages([m], namespace="u")
+        graphs[name] = stream.graph("u")
+    batch = MnemisMemory(embedder=HashingEmbedder(), config=greeting)
+    batch.add_messages(msgs, namespace="u")
+    g = graphs["placed again"]
+    assert g.get("f:m4").source_ids == ["m4", "m5"]
+    assert g.parent("f:m4").id == g.parent("f:m2").id
+    assert _parents(g) == _parents(batch.graph("u"))
+    # By default it stays where the greeting put it: a subtopic of its own.
+    assert graphs["settled"].parent("f:m4").id not in (g.parent("f:m2").id, g.parent("f:m0").id)
+
+
+def test_detach_takes_a_fragment_out_and_the_parents_it_leaves_empty_with_it():
+    tree = {**OFFICE, "c_solo": {"s_solo": {"f_solo": ["The kayak needs a new rudder before June."]}}}
+    st = toy_state(tree)
+    idx = st.build_index()
+    assert idx.child_count(st, "s_billing") == 2
+    rep = BuildReport()
+    assert abstract.detach(st, st.graph.get("f_refund"), rep)
+    assert st.graph.parent("f_refund") is None
+    assert idx.child_count(st, "s_billing") == 1 == len(st.graph.children("s_billing"))
+    assert "s_billing" in rep.touched and "c_work" in rep.touched
+    assert abstract.detach(st, st.graph.get("f_solo"), rep)
+    assert not st.graph.has("s_solo") and not st.graph.has("c_solo")
+    assert "s_solo" not in st.node_vectors and "c_solo" not in st.node_vectors
+    assert not {"s_solo", "c_solo"} & rep.touched
+
+
+def test_detach_leaves_a_parent_a_model_named_or_that_holds_other_links():
+    tree = {"c_solo": {"s_solo": {"f_solo": ["The kayak needs a new rudder before June."]}}}
+    for change in ("named", "linked"):
+        st = toy_state(tree)
+        if change == "named":
+            st.graph.get("s_solo").properties["named_by"] = "llm"
+        else:
+            st.graph.add_edge(Edge("s_solo", "f_solo", EdgeKind.REFERENCES))
+        assert not abstract.detach(st, st.graph.get("f_solo"), BuildReport())
+        assert st.graph.parent("f_solo").id == "s_solo" and st.graph.has("c_solo")

@@ -37,6 +37,7 @@ __all__ = [
     "ReviewHook",
     "accept_all",
     "choose_parent",
+    "detach",
     "keyword_names",
     "label_from_keywords",
     "relabel_parents",
@@ -276,6 +277,43 @@ class Placer:
             if pid is not None or in_window < n or n >= PLACE_MAX_CANDIDATES:
                 return pid, sim
             n = min(4 * n, PLACE_MAX_CANDIDATES)
+
+
+def detach(st: NamespaceState, child: Node, rep: BuildReport) -> bool:
+    """Take ``child`` out of its parent, and the parents it leaves empty out of the hierarchy, so
+    that it can be placed again. False, and nothing changed, when a parent it would leave empty is
+    named by a model or a reviewer or holds links other than the hierarchy's."""
+    g = st.graph
+    idx = st.build_index()
+    parent = g.parent(child.id)
+    if parent is None:
+        return True
+    emptied: list[str] = []
+    node: Node | None = parent
+    below = child.id
+    while node is not None and all(c.id == below for c in g.children(node.id)):
+        edges = g.in_edges(node.id) + g.out_edges(node.id)
+        if node.properties.get("named_by") in CURATED_NAMES or any(
+            e.kind != EdgeKind.BELONGS_TO for e in edges
+        ):
+            return False
+        emptied.append(node.id)
+        below, node = node.id, g.parent(node.id)
+    g.remove_edge(child.id, parent.id, EdgeKind.BELONGS_TO)
+    idx.child_removed(parent.id)
+    for nid in emptied:
+        up = g.parent(nid)
+        g.remove_node(nid)
+        st.node_vectors.remove([nid])
+        idx.parent_removed(nid)
+        rep.touched.discard(nid)
+        if up is not None:
+            idx.child_removed(up.id)
+    if node is not None:  # the nearest parent left with other children: its vector loses the child's
+        kept = [node.id] + [a.id for a in g.ancestors(node.id)]
+        st.refresh_vectors(kept)
+        rep.touched.update(kept)
+    return True
 
 
 def relabel_parents(st: NamespaceState, touched: set[str]) -> None:

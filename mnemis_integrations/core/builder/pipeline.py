@@ -25,7 +25,7 @@ from ..embedders import EmbedderProfile
 from ..model import EdgeKind, Message, Node, NodeKind, time_order
 from ..state import NamespaceState
 from ..text import content_words
-from .abstract import Placer, ReviewHook, accept_all, keyword_names, relabel_parents
+from .abstract import Placer, ReviewHook, accept_all, detach, keyword_names, relabel_parents
 from .entities import find_entities
 from .link import link_entities, link_model_relations, link_references
 from .segment import OfflineSegmenter, open_tail
@@ -192,7 +192,7 @@ def _add_fragment(
     st.refresh_vectors([frag.id])
     rep.touched.add(frag.id)
 
-    if is_new:
+    if is_new or (len(old_tokens) < cfg.place_again_until_words and detach(st, frag, rep)):
         steps.place.place(st, frag, seg, rep)
     steps.updates.fragment_added(st, frag, msgs, rep)
     if is_new:

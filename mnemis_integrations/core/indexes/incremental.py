@@ -288,6 +288,16 @@ class BuildIndex:
         if self._built and parent_id in self._child_counts:
             self._child_counts[parent_id] += 1
 
+    def child_removed(self, parent_id: str) -> None:
+        """The builder took one child from ``parent_id`` (to place it again)."""
+        if self._built and parent_id in self._child_counts:
+            self._child_counts[parent_id] -= 1
+
+    def parent_removed(self, parent_id: str) -> None:
+        """The builder removed an emptied parent."""
+        if self._built:
+            self._child_counts.pop(parent_id, None)
+
     def holders(self, st: NamespaceState, message_id: str) -> list[str]:
         """Ids of the fragments whose messages include ``message_id`` (several after compaction)."""
         self.ready(st)
