@@ -383,6 +383,9 @@ _NOT_TOPICS = frozenset(
     "exactly hopefully anyway somehow soon later lately instead ahead officially reckon reckons feel feels "
     "felt went gone got get gets fine nearer previous considering lol around available possible broken right "
     "covering helpful "
+    # what a message does, not what it is about: "Renewal update: ...", "bad news", "my decision"
+    "update updates decision correction comment comments news idea ideas welcome nobody somebody second "
+    "stuff "
     "one two three four five six seven eight nine ten eleven twelve twenty hundred thousand".split()
 )
 # Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
@@ -392,7 +395,7 @@ _NOT_TOPICS_ZH = frozenset(
     "现在 然后 因为 所以 但是 如果 还是 就是 可以 可能 应该 需要 没有 不是 "
     "觉得 知道 时候 今天 明天 昨天 一起 还有 "
     "这边 那边 问题 事情 东西 感觉 比较 非常 真的 其实 而且 或者 不过 只是 "
-    "一直 开始 准备 决定 确认 好的".split()
+    "一直 开始 准备 决定 确认 好的 消息 坏消息 好消息 商量".split()
 )
 # jieba parts of speech that name things: nouns, place and person names, other proper nouns, verbal
 # nouns ("装修"), English words inside Chinese text.
@@ -414,6 +417,10 @@ def keyword_terms(text: str) -> list[str]:
     ['daughter', 'flat']
     >>> keyword_terms("那不铺实木了，改成SPC石塑地板")
     ['spc', '实木', '石塑', '地板']
+    >>> keyword_terms("Landlord update: bad news, his decision on the tenant")
+    ['landlord', 'tenant']
+    >>> keyword_terms("坏消息，鱼头定价再商量")
+    ['鱼头', '定价']
     """
     out = [
         t
