@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from _over_time import WEEKS
 from _toy_graph import OFFICE, toy_state
+from falkordb_server import server_url
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core import recipes
@@ -495,26 +496,41 @@ def _parents(g) -> dict[str, str | None]:
     return {n.id: (g.parent(n.id).id if g.parent(n.id) else None) for n in g.nodes(NodeKind.FRAGMENT)}
 
 
-def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(tmp_path):
+@pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket])]
+)
+def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(store, tmp_path):
     """A stream places a new fragment by its first message, one batch with all of them. Placed again
     as it grows, every fragment of a stream ends under the parent one batch gives it, the parents it
-    left empty are gone, and a reopened store holds the same hierarchy."""
-    msgs = chat(160, seed=11)
+    left empty are gone, and a reopened store holds the same hierarchy (a refounded parent is
+    removed and written again under its id in one write)."""
     again = recipes.DEFAULT.with_(build={"place_again_until_words": 10_000})
-    one = MnemisMemory(embedder=HashingEmbedder(), config=again)
-    one.add_messages(msgs, namespace="u")
-    settled = MnemisMemory(embedder=HashingEmbedder())
-    many = MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder(), config=again)
-    for m in msgs:
-        settled.add_messages([m], namespace="u")
-        many.add_messages([m], namespace="u")
-    g = many.graph("u")
-    assert _parents(settled.graph("u")) != _parents(g)  # the chat has fragments that move
-    assert _parents(g) == _parents(one.graph("u"))
-    parents = [n for n in g.nodes() if n.kind in (NodeKind.SUBTOPIC, NodeKind.CONCEPT)]
-    assert parents and all(g.children(n.id) for n in parents)
-    reopened = MnemisMemory(tmp_path / "m.db", embedder=HashingEmbedder(), config=again)
-    assert canonical(reopened.graph("u")) == canonical(g)
+    where = {"backend": server_url()} if store == "falkordb" else {"path": tmp_path / "m.db"}
+
+    def opened() -> MnemisMemory:
+        return MnemisMemory(**where, embedder=HashingEmbedder(), config=again)
+
+    many = opened()
+    many.delete_namespace("t_place_again")
+    try:
+        msgs = chat(160, seed=11)
+        one = MnemisMemory(embedder=HashingEmbedder(), config=again)
+        one.add_messages(msgs, namespace="u")
+        settled = MnemisMemory(embedder=HashingEmbedder())
+        for m in msgs:
+            settled.add_messages([m], namespace="u")
+            many.add_messages([m], namespace="t_place_again")
+        g = many.graph("t_place_again")
+        assert _parents(settled.graph("u")) != _parents(g)  # the chat has fragments that move
+        assert _parents(g) == _parents(one.graph("u"))
+        parents = [n for n in g.nodes() if n.kind in (NodeKind.SUBTOPIC, NodeKind.CONCEPT)]
+        assert parents and all(g.children(n.id) for n in parents)
+        reopened = opened()
+        assert canonical(reopened.graph("t_place_again")) == canonical(g)
+        reopened.close()
+    finally:
+        many.delete_namespace("t_place_again")
+        many.close()
 
 
 def test_a_fragment_opened_by_a_greeting_is_placed_by_what_follows():
