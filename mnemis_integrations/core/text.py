@@ -403,7 +403,12 @@ _NOUN_TAGS = ("n", "vn", "eng")
 
 
 _POSSESSIVE = re.compile(r"'s$")
-_DATE_WORDS = frozenset(WEEKDAYS + MONTHS)  # a date says when, not what about
+# A date says when, not what about; so does a time of day or a day named from today.
+_DATE_WORDS = frozenset(
+    WEEKDAYS
+    + MONTHS
+    + ("morning", "afternoon", "evening", "tonight", "noon", "midnight", "today", "tomorrow", "yesterday")
+)
 
 
 def keyword_terms(text: str) -> list[str]:
@@ -421,13 +426,15 @@ def keyword_terms(text: str) -> list[str]:
     ['landlord', 'tenant']
     >>> keyword_terms("坏消息，鱼头定价再商量")
     ['鱼头', '定价']
+    >>> keyword_terms("Nordwind went live this morning; the mid-June kick-off is in Frankfurt")
+    ['nordwind', 'kick-off', 'frankfurt']
     """
     out = [
         t
         for t in (_POSSESSIVE.sub("", w.lower().replace("’", "'")) for w in _WORD.findall(text))
         if t not in STOPWORDS
         and t not in _NOT_TOPICS
-        and t not in _DATE_WORDS
+        and not _DATE_WORDS.intersection(t.split("-"))  # "mid-june" too
         and len(t) > 1
         and not any(c.isdigit() for c in t)
         and not (t.endswith("ed") and len(t) > 4)

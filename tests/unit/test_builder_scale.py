@@ -525,12 +525,23 @@ def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(store, t
         assert _parents(g) == _parents(one.graph("u"))
         parents = [n for n in g.nodes() if n.kind in (NodeKind.SUBTOPIC, NodeKind.CONCEPT)]
         assert parents and all(g.children(n.id) for n in parents)
+        _assert_index_matches_graph(many._states["t_place_again"])
         reopened = opened()
         assert canonical(reopened.graph("t_place_again")) == canonical(g)
         reopened.close()
     finally:
         many.delete_namespace("t_place_again")
         many.close()
+
+
+def test_the_build_index_follows_fragments_placed_again_when_parents_fill_up():
+    """Small parents fill up and empty as fragments leave them to be placed again: child counts and the
+    groups placement searches (parents not full) stay what a fresh look at the graph gives."""
+    config = tight().with_(build={"place_again_until_words": 10_000})
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=config)
+    for m in chat(120, seed=5):
+        mem.add_messages([m], namespace="u")
+    _assert_index_matches_graph(mem._states["u"])
 
 
 def test_a_fragment_opened_by_a_greeting_is_placed_by_what_follows():
