@@ -165,9 +165,10 @@ def _execute(
 
 def _run_locomo(args: argparse.Namespace) -> int:
     from .datasets import load_locomo
-    from .metrics import tied_top5
+    from .metrics import equal_top5, tied_top5
 
-    _execute(args, load_locomo(args.data, args.conversations), {"tied_top5": tied_top5})
+    ties = {"tied_top5": tied_top5, "equal_top5": equal_top5}
+    _execute(args, load_locomo(args.data, args.conversations), ties)
     return 0
 
 

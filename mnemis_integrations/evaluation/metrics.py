@@ -22,6 +22,7 @@ __all__ = [
     "aggregate",
     "budget_recall",
     "budget_recalls",
+    "equal_top5",
     "normalise_text",
     "pack_context",
     "percentile",
@@ -205,6 +206,13 @@ def tied_top5(question: Any, hits: Sequence[Any], conv: Any) -> float:
     """:func:`tied_at_top` over the hits' ``score``, as an extra metric of the runner (``extra_metrics``:
     question, hits best first, conversation)."""
     return tied_at_top([float(h.score) for h in hits])
+
+
+def equal_top5(question: Any, hits: Sequence[Any], conv: Any) -> float:
+    """1.0 when two neighbours among the first five hits have exactly the same ``score``: an order no
+    score gives, only the ranking's tie-break. :func:`tied_top5` also counts scores apart by less than
+    a thousandth of the first, which a rule that steps placed hits under one score can leave."""
+    return tied_at_top([float(h.score) for h in hits], tolerance=0.0)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -446,6 +446,10 @@ def test_tie_metric_reads_the_first_five_scores(suite):
     assert metric(q, hits(0.9, 0.7, 0.7, 0.5), conv) == 1.0  # two hits read alike
     assert metric(q, hits(0.9, 0.7, 0.69, 0.5), conv) == 0.0
     assert metric(q, hits(0.9, 0.8, 0.7, 0.6, 0.5, 0.5), conv) == 0.0  # past the first five
+    equal = EXTRA_METRICS["equal_top5"]
+    assert equal(q, hits(0.9, 0.7, 0.7, 0.5), conv) == 1.0
+    assert metric(q, hits(0.9, 0.7, 0.6999, 0.5), conv) == 1.0  # near enough to read alike
+    assert equal(q, hits(0.9, 0.7, 0.6999, 0.5), conv) == 0.0  # but ordered by score
 
 
 def test_incremental_benchmark_is_one_streamed_conversation_per_scenario(suite):
