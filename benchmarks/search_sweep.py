@@ -2,7 +2,8 @@
 asked under every setting.
 
     python benchmarks/search_sweep.py [--set NAME='{"fusion": {"parent_weight": 0.0}}' ...] \
-        [--build '{"update_min_score": -0.5}'] [--suite PATH ...] [--cache bench-out/scen-vectors.npz]
+        [--build '{"update_min_score": -0.5}'] [--suite PATH ...] [--cache bench-out/scen-vectors.npz] \
+        [--bulk]
     python benchmarks/search_sweep.py --locomo PATH/TO/locomo_dev.json [--set ...] [--cache ...]
 
 Like ``mnemis bench scenarios --systems mnemis`` (protocol ``incremental``: one memory per
@@ -12,15 +13,17 @@ sections, applied to the default) is asked the same questions, so search setting
 on identical graphs in a fraction of the time. With no ``--set`` only the default is asked, and
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
-Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 /
-1,024 / 2,048 tokens (the engine's own budget fitting), current-state-first and MRR; then, per split, the
+Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 / 1,024 /
+2,048 tokens (the engine's own budget fitting), current-state-first and MRR; then, per split, the
 build's ``updates`` links against the annotated supersessions (graph after the last message, scored
-as the bench scores them), so that a ``--build`` change shows its links too. With ``--locomo``,
-LoCoMo as ``mnemis bench locomo`` runs it (each conversation ingested whole, then asked), per
-conversation and overall, multi-hop apart, adversarial questions apart and left out of overall:
-the same figures as the bench's for the default setting. ``--stream`` feeds each LoCoMo
-conversation a message at a time instead, as an agent fills its memory (the questions are still
-asked after the last message: LoCoMo's evidence is annotated for the whole conversation).
+as the bench scores them), so that a ``--build`` change shows its links too. ``--bulk`` ingests each
+conversation whole and then asks every question, as ``mnemis bench scenarios --protocol full`` does
+(the same figures for the default setting). With ``--locomo``, LoCoMo as ``mnemis bench locomo``
+runs it (each conversation ingested whole, then asked), per conversation and overall, multi-hop
+apart, adversarial questions apart and left out of overall: the same figures as the bench's for the
+default setting. ``--stream`` feeds each LoCoMo conversation a message at a time instead, as an
+agent fills its memory (the questions are still asked after the last message: LoCoMo's evidence is
+annotated for the whole conversation).
 """
 
 from __future__ import annotations
@@ -80,18 +83,23 @@ def run(
     emb: CachedEmbedder,
     k: int,
     out: str | None = None,
+    bulk: bool = False,
 ) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
-    with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``."""
+    with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``.
+    ``bulk``: each conversation ingested whole, then every question asked (protocol ``full``)."""
     suite = load_scenarios(paths)  # read once: the benchmark and the structure figures both come from it
-    bench = benchmark_from_scenarios(suite, protocol="incremental")
+    bench = benchmark_from_scenarios(suite, protocol="full" if bulk else "incremental")
     scenarios = {s.id: s for s in suite}
     structures: dict[str, list[dict]] = defaultdict(list)
     table: dict = _tables()
     rows: dict[str, list[dict]] = defaultdict(list)
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
-        for kind, item in stream_plan(conv.messages, conv.questions):
+        if bulk:
+            memory.add_messages([core_message(m) for m in conv.messages], namespace=conv.id)
+        plan = [("ask", q) for q in conv.questions] if bulk else stream_plan(conv.messages, conv.questions)
+        for kind, item in plan:
             if kind == "ingest":
                 memory.add_messages([core_message(item)], namespace=conv.id)
                 continue
@@ -216,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         help="vector cache (default bench-out/scen-vectors.npz, or growth-vectors.npz with --locomo)",
     )
     ap.add_argument("--stream", action="store_true", help="with --locomo: add each message on its own")
+    ap.add_argument(
+        "--bulk",
+        action="store_true",
+        help="scenarios: each conversation ingested whole, then asked (protocol full)",
+    )
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="per-question rows per setting under this folder")
@@ -234,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.locomo:
         table = run_locomo(settings, base, args.locomo, emb, args.k, args.out, stream=args.stream)
     else:
-        table = run(settings, base, args.suite or default_suite_paths(), emb, args.k, args.out)
+        table = run(
+            settings, base, args.suite or default_suite_paths(), emb, args.k, args.out, bulk=args.bulk
+        )
     if emb.misses:
         emb.save(cache)
     text = report(table)
