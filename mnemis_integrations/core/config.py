@@ -210,9 +210,10 @@ class RelationConfig(_Frozen):
     )
     match_by: Literal["semantic", "terms"] = Field(
         "terms",
-        description="'terms': the share of the query's content words the node's text holds; 'semantic': the "
-        "node's similarity to the query, min-max scaled over the relation hits (measured 0.3 points of R@512 "
-        "below 'terms' on the scenario tune split).",
+        description="'terms': the share of the query's content words the node's text holds, nodes holding as "
+        "many ordered by their similarity to the query (a thousandth's weight: it only breaks their tie); "
+        "'semantic': the node's similarity to the query, min-max scaled over the relation hits (measured 0.3 "
+        "points of R@512 below 'terms' on the scenario tune split).",
     )
 
 

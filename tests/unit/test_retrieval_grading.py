@@ -14,7 +14,7 @@ from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from mnemis_integrations.core.recipes import DEFAULT
-from mnemis_integrations.core.retrieval.fusion import grade_by_match
+from mnemis_integrations.core.retrieval.fusion import break_ties, grade_by_match, semantic_match
 from mnemis_integrations.core.retrieval.relation import relation_path, term_match
 from mnemis_integrations.core.retrieval.search import dual_path_search
 from mnemis_integrations.core.state import NamespaceState
@@ -30,11 +30,11 @@ TEXTS = {
 }
 
 
-def _state() -> NamespaceState:
-    """Four one-message fragments under one subtopic; fragments f1 and f2 both mention Acme."""
+def _state(texts: dict[str, str] = TEXTS, acme: tuple[str, ...] = ("f1", "f2")) -> NamespaceState:
+    """One-message fragments under one subtopic (by default four; f1 and f2 mention Acme)."""
     ns = "u"
     g = MemoryGraph(ns)
-    msgs = [Message(m, "Ann", t, T0 + timedelta(days=i), seq=i) for i, (m, t) in enumerate(TEXTS.items())]
+    msgs = [Message(m, "Ann", t, T0 + timedelta(days=i), seq=i) for i, (m, t) in enumerate(texts.items())]
     g.add_node(Node("s1", NodeKind.SUBTOPIC, "office life", ns, summary="office life"))
     for i, m in enumerate(msgs, start=1):
         g.add_node(
@@ -50,7 +50,7 @@ def _state() -> NamespaceState:
         )
         g.add_edge(Edge(f"f{i}", "s1", EdgeKind.BELONGS_TO))
     g.add_node(Node("e_acme", NodeKind.ENTITY, "Acme", ns))
-    for f in ("f1", "f2"):
+    for f in acme:
         g.add_edge(Edge(f, "e_acme", EdgeKind.MENTIONS))
     vecs = EMB.embed_passages([m.text for m in msgs])
     return NamespaceState.restore(ns, EMB.dim, g, msgs, [m.id for m in msgs], vecs)
@@ -86,14 +86,41 @@ def test_relation_scores_of_equally_distant_fragments_follow_their_match():
     assert "relation" in hits["f1"].via and "relation" in hits["f2"].via
     assert hits["f1"].relation_score > hits["f2"].relation_score > 0.0
     assert hits["f1"].score != hits["f2"].score
-    raw = relation_path(st, QUERY, DEFAULT.relation, allowed).scores
+    rel = relation_path(st, QUERY, DEFAULT.relation, allowed)
+    raw = rel.scores
     match = term_match(st, QUERY, ["f1", "f2"])
     for f in ("f1", "f2"):  # half the score from the traversal, half graded by the query words the node holds
-        assert hits[f].relation_score == pytest.approx(raw[f] * (0.5 + 0.5 * match[f]), abs=1e-6)
+        assert hits[f].relation_score == pytest.approx(raw[f] * (0.5 + 0.5 * match[f]), abs=1e-3)
     # Off, the old behaviour: both get the same relation score.
     flat = DEFAULT.with_(relation={"match_weight": 0.0})
     old = {h.node_id: h for h in dual_path_search(st, QUERY, qvec, 10, flat, EMB.profile)}
     assert old["f1"].relation_score == old["f2"].relation_score
+
+
+def test_nodes_holding_as_many_query_words_are_ordered_by_their_similarity():
+    """Term shares move in whole query words: two fragments naming only the query's entity would tie
+    at one relation score; the one nearer the query in meaning goes first, and no more than that."""
+    more = {"m5": "Acme lunch.", "m6": "Acme lunch with the whole team at the new pasta place downtown."}
+    st = _state({**TEXTS, **more}, acme=("f1", "f5", "f6"))
+    terms = term_match(st, QUERY, ["f5", "f6"])
+    assert terms["f5"] == terms["f6"] > 0  # each holds "acme" alone
+    qvec = EMB.embed_queries([QUERY])[0]
+    hits = {h.node_id: h for h in dual_path_search(st, QUERY, qvec, 10, DEFAULT, EMB.profile)}
+    scores = {f: hits[f].relation_score for f in ("f5", "f6")}
+    assert scores["f5"] != scores["f6"]
+    raw = relation_path(st, QUERY, DEFAULT.relation, {n.id for n in st.graph.nodes()}).scores
+    assert raw["f5"] == raw["f6"]  # the same distance from the same entity
+    near = {f: float(st.node_vectors.get(f) @ qvec) for f in scores}
+    assert (scores["f5"] > scores["f6"]) == (near["f5"] > near["f6"])
+    assert max(scores.values()) - min(scores.values()) < 1e-3  # a tie-break, not a new weight
+    assert hits["f1"].relation_score > max(scores.values())  # more query words still come first
+
+
+def test_a_second_measure_orders_only_what_the_first_leaves_equal():
+    first = {"a": 0.5, "b": 0.5, "c": 1.0, "d": 0.25}
+    ordered = break_ties(first, semantic_match({"a": 0.3, "b": 0.9, "c": 0.1, "d": 1.0}, first))
+    assert ordered["b"] > ordered["a"]
+    assert sorted(ordered, key=ordered.get) == ["d", "a", "b", "c"]
 
 
 def test_grading_never_lifts_a_relation_score():

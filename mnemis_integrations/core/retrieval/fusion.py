@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ALPHA_RULES",
     "NORMALISERS",
+    "TIE_SHARE",
     "alpha_for",
+    "break_ties",
     "collapse_overlaps",
     "fuse",
     "grade_by_match",
@@ -130,6 +132,23 @@ def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: fl
     if weight <= 0:
         return dict(scores)
     return {k: v * ((1 - weight) + weight * min(1.0, max(0.0, match.get(k, 0.0)))) for k, v in scores.items()}
+
+
+# Weight of the second measure in :func:`break_ties`: smaller than one word's share of any query under a
+# thousand words, so it orders only the nodes a term share leaves equal.
+TIE_SHARE = 1e-3
+
+
+def break_ties(
+    first: dict[str, float], second: dict[str, float], share: float = TIE_SHARE
+) -> dict[str, float]:
+    """``first`` (in [0, 1]) with ``second`` (in [0, 1]; missing: 0) weighed in at ``share``, kept in
+    [0, 1]: nodes ``first`` scores alike are ordered by ``second``, the others keep their order.
+
+    >>> {k: round(v, 5) for k, v in break_ties({"a": 0.5, "b": 0.5, "c": 1.0}, {"a": 0.2, "b": 0.9}).items()}
+    {'a': 0.4997, 'b': 0.5004, 'c': 0.999}
+    """
+    return {k: (v + share * second.get(k, 0.0)) / (1 + share) for k, v in first.items()}
 
 
 def semantic_match(raw: dict[str, float], ids: Iterable[str]) -> dict[str, float]:

@@ -22,6 +22,7 @@ from ..text import content_words
 from .cache import PathCache, fragment_count, is_large, memo
 from .fusion import (
     alpha_for,
+    break_ties,
     collapse_overlaps,
     fuse,
     grade_by_match,
@@ -263,7 +264,9 @@ def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
     cfg, st = q.config, q.st
     if cfg.relation.match_weight > 0 and rel.scores:
         if cfg.relation.match_by == "terms":
-            match = term_match(st, q.text, rel.scores)
+            # A term share moves in steps of one query word: nodes holding as many words, at the same
+            # distance from the same entities, would tie; their similarity to the query orders them.
+            match = break_ties(term_match(st, q.text, rel.scores), semantic_match(sem.raw, rel.scores))
         else:
             match = semantic_match(sem.raw, rel.scores)
         rel.scores = grade_by_match(rel.scores, match, cfg.relation.match_weight)
