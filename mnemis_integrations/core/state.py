@@ -175,6 +175,19 @@ class NamespaceState:
         if keys:
             self.node_vectors.upsert(keys, np.stack(vecs))
 
+    def remove_emptied(self, node_ids: Iterable[str]) -> list[tuple[str, str | None]]:
+        """Remove each of ``node_ids`` (a node's ancestors, nearest first) left with no children,
+        with its vector. Returns the removed ids, each with the parent it had, in removal order."""
+        removed = []
+        for nid in node_ids:
+            if not self.graph.has(nid) or self.graph.children(nid):
+                continue
+            up = self.graph.parent(nid)
+            self.graph.remove_node(nid)
+            self.node_vectors.remove([nid])
+            removed.append((nid, up.id if up is not None else None))
+        return removed
+
     def fragment_messages(self, node_id: str) -> list[Message]:
         node = self.graph.get(node_id)
         return [self.messages[m] for m in node.source_ids if m in self.messages]

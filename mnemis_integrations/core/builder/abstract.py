@@ -301,14 +301,11 @@ def detach(st: NamespaceState, child: Node, rep: BuildReport) -> bool:
         below, node = node.id, g.parent(node.id)
     g.remove_edge(child.id, parent.id, EdgeKind.BELONGS_TO)
     idx.child_removed(parent.id)
-    for nid in emptied:
-        up = g.parent(nid)
-        g.remove_node(nid)
-        st.node_vectors.remove([nid])
+    for nid, up in st.remove_emptied(emptied):
         idx.parent_removed(nid)
         rep.touched.discard(nid)
         if up is not None:
-            idx.child_removed(up.id)
+            idx.child_removed(up)
     if node is not None:  # the nearest parent left with other children: its vector loses the child's
         kept = [node.id] + [a.id for a in g.ancestors(node.id)]
         st.refresh_vectors(kept)

@@ -185,16 +185,8 @@ def _remove_fragment(st: NamespaceState, fid: str, reactivated: list[str]) -> se
     st.node_vectors.remove([fid])
     for old in olds:
         _current_again_if_unreplaced(g, old, reactivated)
-    remaining = set()
-    for pid in ancestors:
-        if not g.has(pid):
-            continue
-        if g.children(pid):
-            remaining.add(pid)
-            continue
-        g.remove_node(pid)  # an emptied subtopic, archive or concept
-        st.node_vectors.remove([pid])
-    return remaining
+    st.remove_emptied(ancestors)  # an emptied subtopic, archive or concept
+    return {pid for pid in ancestors if g.has(pid)}
 
 
 def _current_again_if_unreplaced(g: MemoryGraph, old: str, reactivated: list[str]) -> None:
