@@ -256,10 +256,11 @@ class OfflineUpdateJudge:
             )[:POOL]
             by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
             terms = st.lexical.terms(m.id)
-            rarity = {t: st.lexical.idf(t, unsaid) for t in terms}  # read once, not per candidate
+            rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
             mine = sum(rarity.values())
             cosine = dict(near)
             pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+            weights = st.lexical.weights(pool, hidden=unsaid)
             cands = []
             for k in pool:
                 other = st.messages[k]
@@ -270,7 +271,7 @@ class OfflineUpdateJudge:
                         other.speaker,
                         abs(m.seq - other.seq),
                         sum(rarity[t] for t in terms & st.lexical.terms(k)),
-                        st.lexical.weight(k, hidden=unsaid),
+                        weights[k],
                         cosine.get(k),
                     )
                 )

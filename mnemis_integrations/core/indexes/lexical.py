@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -111,10 +111,21 @@ class LexicalIndex:
         n, df = len(self._slot) - len(hidden), self._df(term, hidden)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    def weight(self, key: str, hidden: Collection[str] = ()) -> float:
-        """Summed idf of the distinct terms of a stored text (``hidden``: as :meth:`idf`)."""
+    def idfs(self, terms: Iterable[str], hidden: Collection[str] = ()) -> dict[str, float]:
+        """:meth:`idf` of each term, the hidden keys looked up once for all of them."""
         slots = self._slots_of(hidden)
-        return sum(self._idf(t, slots) for t in self.terms(key))
+        return {t: self._idf(t, slots) for t in terms}
+
+    def weights(self, keys: Iterable[str], hidden: Collection[str] = ()) -> dict[str, float]:
+        """Each stored key's summed idf over the distinct terms of its text (``hidden``: as :meth:`idf`),
+        the hidden keys looked up once for all of them.
+
+        >>> idx = LexicalIndex(); idx.add(["a", "b"], ["plot four soil", "plot nine"])
+        >>> w = idx.weights(["a", "b"]); w["a"] > w["b"] > 0
+        True
+        """
+        slots = self._slots_of(hidden)
+        return {k: sum(self._idf(t, slots) for t in self.terms(k)) for k in keys}
 
     def overlapping(
         self,
