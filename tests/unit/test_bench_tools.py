@@ -105,6 +105,35 @@ def test_the_judge_misses_name_wrong_links_and_missed_updates(monkeypatch, capsy
     assert "replaces m0: text 0" in out and "m3" not in out
 
 
+def test_cross_validation_judges_each_conversation_with_weights_fitted_on_the_others(monkeypatch, capsys):
+    fit = _module("fit_update_judge")
+    rng = np.random.default_rng(1)
+    rows = []
+    for s in ("a", "b", "c"):
+        for i in range(40):
+            x = rng.normal(size=2)
+            for key, shift in (("right", 1.5), ("other", -1.5)):
+                rows.append({"scenario": s, "i": i, "key": key, "y": int(key == "right"), "gate": True,
+                             "x": [x[0] + shift, x[1]]})  # fmt: skip
+    fitted_on: list[int] = []
+    real_fit = fit.fit
+
+    def spy(x, y, l2):
+        fitted_on.append(len(x))
+        return real_fit(x, y, l2)
+
+    monkeypatch.setattr(fit, "fit", spy)
+    fit.print_cross_validation(rows, 1.0)
+    lines = capsys.readouterr().out.splitlines()
+    assert fitted_on == [160, 160, 160]  # three folds, each on the other two conversations' 80 messages
+    assert len(lines) == len(fit.THRESHOLDS) and all(line.startswith("cv ") for line in lines)
+    # each message's right candidate outscores its other one: every link made is right, and a higher
+    # threshold only makes fewer of them
+    assert all("precision 1.000" in line for line in lines)
+    links = [int(line.split("(")[1].split("/")[0]) for line in lines]
+    assert links == sorted(links, reverse=True) and links[0] > links[-1]
+
+
 def test_the_sweep_reports_update_links_per_split_from_the_structure_figures():
     from mnemis_integrations.evaluation.structure import combine
 
