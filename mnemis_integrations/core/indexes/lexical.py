@@ -124,8 +124,9 @@ class LexicalIndex:
         >>> w = idx.weights(["a", "b"]); w["a"] > w["b"] > 0
         True
         """
-        slots = self._slots_of(hidden)
-        return {k: sum(self._idf(t, slots) for t in self.terms(k)) for k in keys}
+        texts = {k: self.terms(k) for k in keys}
+        rarity = self.idfs(set().union(*texts.values()), hidden)  # a term the keys share is read once
+        return {k: sum(rarity[t] for t in terms) for k, terms in texts.items()}
 
     def overlapping(
         self,
