@@ -165,10 +165,9 @@ def _execute(
 
 def _run_locomo(args: argparse.Namespace) -> int:
     from .datasets import load_locomo
-    from .metrics import equal_top5, tied_top5
+    from .metrics import TIE_METRICS
 
-    ties = {"tied_top5": tied_top5, "equal_top5": equal_top5}
-    _execute(args, load_locomo(args.data, args.conversations), ties)
+    _execute(args, load_locomo(args.data, args.conversations), TIE_METRICS)
     return 0
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "TIE_METRICS",
     "aggregate",
     "budget_recall",
     "budget_recalls",
@@ -213,6 +214,10 @@ def equal_top5(question: Any, hits: Sequence[Any], conv: Any) -> float:
     score gives, only the ranking's tie-break. :func:`tied_top5` also counts scores apart by less than
     a thousandth of the first, which a rule that steps placed hits under one score can leave."""
     return tied_at_top([float(h.score) for h in hits], tolerance=0.0)
+
+
+# name -> metric, for run_benchmark(extra_metrics=...): near and exact ties among the first hits.
+TIE_METRICS = {"tied_top5": tied_top5, "equal_top5": equal_top5}
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from .current_state import EXTRA_METRICS as STATE_METRICS
 from .current_state import current_state_first, current_state_first_rate
 from .datasets import Benchmark, Conversation, Question
-from .metrics import equal_top5, tied_top5
+from .metrics import TIE_METRICS
 from .scenario_data import (
     LANGUAGES,
     QUESTION_CLASSES,
@@ -93,7 +93,7 @@ __all__ = [
 
 
 # name -> metric, for run_benchmark(extra_metrics=...): current state first, and ties at the top.
-EXTRA_METRICS = {**STATE_METRICS, "tied_top5": tied_top5, "equal_top5": equal_top5}
+EXTRA_METRICS = {**STATE_METRICS, **TIE_METRICS}
 
 PROTOCOLS = ("incremental", "ask_at_time", "full")
 # The two suites, relative to the working directory or to a source checkout.
