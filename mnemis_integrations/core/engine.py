@@ -240,6 +240,10 @@ class MnemisMemory:
         # Read lazily: another process may have written the store's first batch since we opened it.
         if self._known_dim is None:
             d = self._store.get_meta("dim")
+            if d:  # written with the first write, by an object opened before it: check its embedder
+                stored = self._store.get_meta("embedder_id")
+                if stored is not None and stored != self.embedder.id:
+                    raise EmbedderMismatchError(stored, self.embedder.id)
             self._known_dim = int(d) if d else self._store.stored_dim()
         return self._known_dim
 
@@ -763,7 +767,10 @@ class MnemisMemory:
         if (query is None) == (vector is None):
             raise InvalidQueryError("give either a query text or a query vector")
         if vector is not None:
-            qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
+            try:
+                qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
+            except (TypeError, ValueError) as e:
+                raise InvalidQueryError(f"the query vector must be a sequence of numbers: {e}") from None
             if self._dim is not None and qvec.shape[0] != self._dim:
                 raise InvalidQueryError(
                     f"the query vector has {qvec.shape[0]} dimensions, this memory's vectors {self._dim}: "
@@ -984,15 +991,17 @@ class MnemisMemory:
             st = self._current_state(ns)
             if st is None:
                 return ForgetReport(ns, 0, tuple(ids or ()))
+            # conditional, as every write: a batch another writer added since this copy was read
+            # is not removed with it (the forget is run again on the fresh copy)
             if ids is None:
-                self._store.delete(ns)
+                self._store.delete(ns, st.version)
                 self._drop(ns)
                 return ForgetReport(ns, len(st.messages), (), True)
             gone, missing = split_forgotten(st.messages, ids)
             if not gone:
                 return ForgetReport(ns, 0, tuple(missing))
             if len(gone) == len(st.messages):
-                self._store.delete(ns)
+                self._store.delete(ns, st.version)
                 self._drop(ns)
                 return ForgetReport(ns, len(gone), tuple(missing), True)
             forget_messages(st, gone, self.config.build, self._relabel)

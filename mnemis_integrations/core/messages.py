@@ -218,7 +218,10 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
     """Validate every message before anything is written; the first bad one raises."""
     if isinstance(raw, (str, bytes, dict)):
         raise InvalidMessageError("messages must be a list of messages, not a single " + type(raw).__name__)
-    items = list(raw)
+    try:
+        items = list(raw)
+    except TypeError:
+        raise InvalidMessageError(f"messages must be a list of messages, not {type(raw).__name__}") from None
     if len(items) > limits.max_batch_messages:
         raise InvalidMessageError(
             f"batch of {len(items)} messages exceeds the limit of {limits.max_batch_messages}"

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ...errors import StoreError
+from ...errors import EmbedderMismatchError, StoreError
 from ..graph import GraphChanges
 from ..model import Message
 
@@ -33,6 +33,7 @@ __all__ = [
     "StoredNamespace",
     "message_from_row",
     "native_errors_as_store_errors",
+    "refuse_another_embedder",
     "split_rows",
     "vector_rows",
 ]
@@ -67,6 +68,14 @@ def native_errors_as_store_errors(
         return wrapper
 
     return decorate
+
+
+def refuse_another_embedder(stored: str | None, meta: dict[str, str] | None) -> None:
+    """Inside a write: refuse ``meta`` naming another embedder than the one the store holds
+    vectors of (an object opened before the store's first write is not checked on open)."""
+    given = (meta or {}).get("embedder_id")
+    if stored is not None and given is not None and stored != given:
+        raise EmbedderMismatchError(stored, given)
 
 
 def message_from_row(
@@ -165,8 +174,14 @@ class GraphStore(Protocol):
         """
         ...
 
-    def delete(self, namespace: str) -> None:
-        """Remove the namespace whole (its version then reads 0; the sequence never goes back)."""
+    def delete(self, namespace: str, expected_version: int | None = None) -> None:
+        """Remove the namespace whole (its version then reads 0; the sequence never goes back).
+
+        With ``expected_version``, only if the namespace is still at that version.
+
+        Raises:
+            ConcurrentWriteError: the namespace moved past ``expected_version``; nothing removed.
+        """
         ...
 
     def purge(self) -> None:

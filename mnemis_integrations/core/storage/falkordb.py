@@ -46,6 +46,7 @@ from .base import (
     StoredNamespace,
     message_from_row,
     native_errors_as_store_errors,
+    refuse_another_embedder,
     split_rows,
     vector_rows,
 )
@@ -419,7 +420,10 @@ class FalkorDBStore:
         """
         for key, value in (meta or {}).items():
             if self._meta_known.get(key) != value:  # checked once per store object, not per write
-                if self.get_meta(key) != value:
+                stored = self.get_meta(key)
+                if key == "embedder_id":
+                    refuse_another_embedder(stored, meta)
+                if stored != value:
                     self.set_meta(key, value)
                 self._meta_known[key] = value
         new = int(self._db.connection.incr(_SEQ_KEY))
@@ -431,10 +435,29 @@ class FalkorDBStore:
         return new
 
     @_typed
-    def delete(self, namespace: str) -> None:
-        if self._exists(_PREFIX + namespace):
-            self._db.select_graph(_PREFIX + namespace).delete()
-        self._indexed.discard(_PREFIX + namespace)
+    def delete(self, namespace: str, expected_version: int | None = None) -> None:
+        """Remove the namespace's graph. With ``expected_version``, only if the namespace is still
+        at it: the graph's key is watched from the version read to the removal, so a write landing
+        in between aborts the removal (``ConcurrentWriteError``) instead of being removed with it."""
+        from redis.exceptions import WatchError
+
+        name = _PREFIX + namespace
+        with self._db.connection.pipeline(transaction=True) as pipe:
+            pipe.watch(name)
+            if expected_version is not None and self.version(namespace) != expected_version:
+                raise ConcurrentWriteError(
+                    f"namespace {namespace!r} was written by another writer since version {expected_version}"
+                )
+            if self._exists(name):
+                pipe.multi()
+                pipe.execute_command("GRAPH.DELETE", name)
+                try:
+                    pipe.execute()
+                except WatchError:
+                    raise ConcurrentWriteError(
+                        f"namespace {namespace!r} was written by another writer while it was being removed"
+                    ) from None
+        self._indexed.discard(name)
 
     @_typed
     def purge(self) -> None:

@@ -14,7 +14,14 @@ import numpy as np
 
 from ..graph import edge_key
 from ..model import Message
-from .base import ConcurrentWriteError, Delta, StoredNamespace, split_rows, vector_rows
+from .base import (
+    ConcurrentWriteError,
+    Delta,
+    StoredNamespace,
+    refuse_another_embedder,
+    split_rows,
+    vector_rows,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -76,37 +83,46 @@ class InMemoryStore:
     def write(
         self, namespace: str, delta: Delta, expected_version: int, meta: dict[str, str] | None = None
     ) -> int:
+        # Everything that can fail (JSON of the nodes and edges, the vector rows) is done before
+        # anything changes: a refused or failed write leaves the namespace and the sequence as they were.
+        g = delta.graph
+        nodes = [(n.id, json.dumps(n.to_dict())) for n in g.nodes]
+        edges = [(edge_key(e), json.dumps(e.to_dict())) for e in g.edges]
+        rows = [(m.detached(), r) for m, r in vector_rows(delta)]
         with self._lock:
-            current = self.version(namespace)
-            if current != expected_version:
-                raise ConcurrentWriteError(
-                    f"namespace {namespace!r} was written by another writer "
-                    f"(version {current}, this copy {expected_version})"
-                )
+            self._check(namespace, expected_version)
+            refuse_another_embedder(self._meta.get("embedder_id"), meta)
             self._seq += 1
             ns = self._ns.get(namespace) or _Namespace(self._seq)
             ns.version = self._seq
             self._meta.update(meta or {})
-            g = delta.graph
             for nid in g.removed_nodes:
                 ns.nodes.pop(nid, None)
             for k in g.removed_edges:
                 ns.edges.pop(k, None)
-            for n in g.nodes:
-                ns.nodes[n.id] = json.dumps(n.to_dict())
-            for e in g.edges:
-                ns.edges[edge_key(e)] = json.dumps(e.to_dict())
+            ns.nodes.update(nodes)
+            ns.edges.update(edges)
             for mid in delta.removed_messages:
                 ns.messages.pop(mid, None)
                 ns.vectors.pop(mid, None)
-            for m, rows in vector_rows(delta):
-                ns.messages[m.id] = m.detached()
-                ns.vectors[m.id] = rows
+            for m, r in rows:
+                ns.messages[m.id] = m
+                ns.vectors[m.id] = r
             self._ns[namespace] = ns
             return ns.version
 
-    def delete(self, namespace: str) -> None:
+    def _check(self, namespace: str, expected_version: int) -> None:
+        current = self.version(namespace)
+        if current != expected_version:
+            raise ConcurrentWriteError(
+                f"namespace {namespace!r} was written by another writer "
+                f"(version {current}, this copy {expected_version})"
+            )
+
+    def delete(self, namespace: str, expected_version: int | None = None) -> None:
         with self._lock:
+            if expected_version is not None:
+                self._check(namespace, expected_version)
             self._ns.pop(namespace, None)
 
     def purge(self) -> None:

@@ -32,6 +32,7 @@ from .base import (
     StoredNamespace,
     message_from_row,
     native_errors_as_store_errors,
+    refuse_another_embedder,
     split_rows,
     vector_rows,
 )
@@ -79,6 +80,16 @@ class SQLiteStore:
             self._conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=30.0
             )
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot open memory store {self.path!r}: {e}") from e
+        try:
+            self._open()
+        except BaseException:
+            self._conn.close()  # a store that cannot be opened holds no file
+            raise
+
+    def _open(self) -> None:
+        try:
             self._set_up()
             version = self.get_meta("format_version")
             if version is None:
@@ -276,6 +287,8 @@ class SQLiteStore:
         g = delta.graph
         with self._transaction():
             version = self._next_version(namespace, expected_version)
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'embedder_id'").fetchone()
+            refuse_another_embedder(row[0] if row else None, meta)
             for key, value in (meta or {}).items():
                 self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
             self._conn.executemany(
@@ -315,9 +328,20 @@ class SQLiteStore:
         return version
 
     @_typed
-    def delete(self, namespace: str) -> None:
-        """Remove the namespace whole; its version row goes too (the sequence keeps counting)."""
+    def delete(self, namespace: str, expected_version: int | None = None) -> None:
+        """Remove the namespace whole; its version row goes too (the sequence keeps counting).
+        With ``expected_version``, only if the namespace is still at it (else ``ConcurrentWriteError``)."""
         with self._transaction():
+            if expected_version is not None:
+                row = self._conn.execute(
+                    "SELECT version FROM versions WHERE namespace = ?", (namespace,)
+                ).fetchone()
+                current = int(row[0]) if row else 0
+                if current != expected_version:
+                    raise ConcurrentWriteError(
+                        f"namespace {namespace!r} was written by another writer "
+                        f"(version {current}, this copy {expected_version})"
+                    )
             for table in ("messages", "vectors", "nodes", "edges", "versions"):
                 self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
 
