@@ -285,6 +285,14 @@ def stale_message_ids(stored_ids: Iterable[str], latest: Mapping[str, str | None
 # ---------------------------------------------------------------------------------------------
 
 _ROLE_TO_SPEAKER = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+# A streamed message is a chunk (``RunnableWithMessageHistory`` hands a streamed reply to the history
+# as one ``AIMessageChunk``): its type names the chunk class, its speaker is the role's.
+_ROLE_TO_SPEAKER |= {
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+}
 _SPEAKER_TO_ROLE = {"user": "human", "human": "human", "assistant": "ai", "ai": "ai", "system": "system"}
 
 
@@ -294,6 +302,8 @@ def speaker_for_role(role: str) -> str:
     Examples:
         >>> speaker_for_role("human"), speaker_for_role("ai"), speaker_for_role("critic")
         ('user', 'assistant', 'critic')
+        >>> speaker_for_role("AIMessageChunk")
+        'assistant'
     """
     return _ROLE_TO_SPEAKER.get(role, role)
 

@@ -400,7 +400,8 @@ class MnemisStore(BaseStore):
             found.extend(page)
             if len(page) < _LIST_PAGE:
                 break
-        spaces = [(tuple(ns), namespace_to_str(ns)) for ns in found]
+        # A list_namespaces prefix reads "*" as a wildcard; a search prefix is literal (LangGraph's stores).
+        spaces = [(tuple(ns), namespace_to_str(ns)) for ns in found if tuple(ns[: len(prefix)]) == prefix]
         want = op.offset + op.limit
         max_k = self.memory.config.limits.max_k
         k = min(max_k, max(_MIN_RECALL_K, want * _RECALL_FACTOR))

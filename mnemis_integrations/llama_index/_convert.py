@@ -55,6 +55,7 @@ __all__ = [
     "metadata_exclusions",
     "node_view",
     "orphaned_extractions",
+    "own_properties",
     "public_properties",
     "relation_label",
     "relation_properties",
@@ -418,6 +419,18 @@ def split_node_properties(properties: Mapping[str, Any]) -> tuple[dict[str, Any]
         else:  # summary
             fields[key] = "" if value is None else str(value)
     return fields, own
+
+
+def own_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """Written properties kept whole as the caller's own, none read as a node field: a text node's
+    metadata (a document's ``status`` or ``keywords`` is the document's, not the node's). Derived
+    properties are dropped, as :func:`split_node_properties` drops them.
+
+    Examples:
+        >>> own_properties({"status": "draft", "keywords": 5, "kind": "invoice"})
+        {'status': 'draft', 'keywords': 5}
+    """
+    return {k: v for k, v in properties.items() if k not in DERIVED_PROPERTIES and k != LABEL_PROPERTY}
 
 
 def kind_for_chunk(label: str, properties: Mapping[str, Any], existing: NodeKind | None = None) -> NodeKind:

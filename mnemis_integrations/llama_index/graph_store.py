@@ -15,6 +15,7 @@ answer with Mnemis's recall (readable memory text), or pass
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -38,6 +39,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
     VectorStoreQuery,
 )
+from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
 from ..core.messages import coerce_messages, utc_now
 from ..core.model import Edge, Node, NodeKind
@@ -55,6 +57,7 @@ from ._convert import (
     matches_properties,
     node_view,
     orphaned_extractions,
+    own_properties,
     relation_label,
     relation_properties,
     short_label,
@@ -302,6 +305,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
     # ----- writes -----
     def upsert_nodes(self, nodes: Sequence[LabelledNode]) -> None:
         """Add nodes, or update the node with the same LlamaIndex id (properties are merged)."""
+        self._upsert(nodes)
+
+    def _upsert(self, nodes: Sequence[LabelledNode], metadata: bool = False) -> None:
+        """``upsert_nodes``; with ``metadata``, chunk properties are a text node's metadata: all the
+        caller's own, none read as a node field."""
         if not nodes:
             return
 
@@ -311,7 +319,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 if isinstance(lnode, EntityNode):
                     node = self._upsert_entity(g, index, lnode)
                 elif isinstance(lnode, ChunkNode):
-                    node = self._upsert_chunk(g, lnode)
+                    node = self._upsert_chunk(g, lnode, metadata)
                 else:
                     raise TypeError(f"cannot store {type(lnode).__name__}: use EntityNode or ChunkNode")
                 lid = llama_id(node)
@@ -336,10 +344,15 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         g.add_node(node)
         return node
 
-    def _upsert_chunk(self, g: MemoryGraph, lnode: ChunkNode) -> Node:
-        fields, own = split_node_properties(lnode.properties)
+    def _upsert_chunk(self, g: MemoryGraph, lnode: ChunkNode, metadata: bool = False) -> Node:
+        if metadata:
+            fields, own = {}, own_properties(lnode.properties)
+        else:
+            fields, own = split_node_properties(lnode.properties)
         existing = g.get(lnode.id) if g.has(lnode.id) else None
-        kind = kind_for_chunk(lnode.label, lnode.properties, existing.kind if existing else None)
+        kind = kind_for_chunk(
+            lnode.label, {} if metadata else lnode.properties, existing.kind if existing else None
+        )
         if lnode.label != kind.value:
             own[LABEL_PROPERTY] = lnode.label
         if existing is None:
@@ -420,7 +433,18 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 )
         if records:
             self._ingest(records)
-        super().upsert_llama_nodes(llama_nodes)
+        # As PropertyGraphStore.upsert_llama_nodes converts them, but the metadata stays the document's:
+        # a "status" or "keywords" key in it is no node field (and no reason to refuse the document).
+        chunks = [
+            ChunkNode(
+                text=node.get_content(metadata_mode=MetadataMode.NONE),
+                id_=node.id_,
+                properties=node_to_metadata_dict(node, remove_text=True),
+                embedding=node.embedding,
+            )
+            for node in llama_nodes
+        ]
+        self._upsert(chunks, metadata=True)
 
     def _stored_messages(self) -> dict[str, Any]:
         try:
@@ -533,6 +557,33 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         g = self._read_graph()
         pairs = [(g.get(nid), score) for nid, score in found if g is not None and g.has(nid)]
         return [self._to_llama(n) for n, _ in pairs], [score for _, score in pairs]
+
+    # ----- async: PropertyGraphStore's defaults run the sync methods on the event loop, and these
+    # embed (vector_query) or write and purge the memory (the rest): run them in a thread instead.
+    async def avector_query(
+        self, query: VectorStoreQuery, **kwargs: Any
+    ) -> tuple[list[LabelledNode], list[float]]:
+        return await asyncio.to_thread(self.vector_query, query, **kwargs)
+
+    async def aupsert_nodes(self, nodes: Sequence[LabelledNode]) -> None:
+        await asyncio.to_thread(self.upsert_nodes, nodes)
+
+    async def aupsert_relations(self, relations: list[Relation]) -> None:
+        await asyncio.to_thread(self.upsert_relations, relations)
+
+    async def adelete(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict | None = None,
+        ids: list[str] | None = None,
+    ) -> None:
+        await asyncio.to_thread(self.delete, entity_names, relation_names, properties, ids)
+
+    async def adelete_llama_nodes(
+        self, node_ids: list[str] | None = None, ref_doc_ids: list[str] | None = None
+    ) -> None:
+        await asyncio.to_thread(self.delete_llama_nodes, node_ids, ref_doc_ids)
 
     def structured_query(self, query: str, param_map: dict[str, Any] | None = None) -> Any:
         raise NotImplementedError(
