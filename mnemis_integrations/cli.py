@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidMessageError, MessageFileError, MnemisError, StoreError
+from .errors import InvalidMessageError, MessageFileError, MnemisError, NamespaceNotFoundError, StoreError
 
 __all__ = ["main"]
 
@@ -87,20 +88,54 @@ def _read_messages(path: Path) -> tuple[list[Any], list[int | None]]:
     return msgs, [None] * len(msgs)
 
 
-def _check_messages(path: Path, msgs: list[Any], lines: list[int | None], batch: int) -> None:
-    """Validate the whole file before anything is written, naming the bad message's line."""
+def _check_messages(path: Path, msgs: list[Any], lines: list[int | None], batch: int) -> list[Any]:
+    """Validate the whole file before anything is written, naming the bad message's line; the
+    messages as ``coerce_messages`` returns them.
+
+    Checked as one batch: an id repeated with other content in a later batch would otherwise be
+    refused only after the batches before it were written."""
     from .core.config import LimitsConfig
     from .core.messages import coerce_messages
 
-    for start in range(0, len(msgs), batch):
-        try:
-            coerce_messages(msgs[start : start + batch], LimitsConfig())
-        except InvalidMessageError as e:
-            if e.index is None:
-                raise
-            i = start + e.index
-            what = f"message {i + 1}" + ("" if e.message_id is None else f" (id {e.message_id!r})")
-            raise MessageFileError(str(path), f"{what}: {e.reason}", line=lines[i]) from None
+    limit = LimitsConfig().max_batch_messages
+    if min(batch, len(msgs)) > limit:
+        raise MessageFileError(
+            str(path), f"--batch {batch} is over the limit of {limit} messages per add_messages call"
+        )
+    try:
+        # the limit bounds each add_messages call (above), not the file
+        return coerce_messages(msgs, LimitsConfig(max_batch_messages=max(len(msgs), 1)))
+    except InvalidMessageError as e:
+        if e.index is None:
+            raise
+        raise _bad_message(path, lines, e.index, e.message_id, e.reason) from None
+
+
+def _check_stored(
+    path: Path, msgs: list[Any], lines: list[int | None], checked: list[Any], mem, namespace: str
+) -> None:
+    """Refuse the file if one of its ids is already stored with other content, before anything
+    is written (add_messages refuses it too, but only in its batch, after the ones before it)."""
+    from .core.messages import same_content
+
+    try:
+        stored = {m.id: m for m in mem.messages(namespace)}
+    except NamespaceNotFoundError:
+        return
+    first: dict[str, int] = {}
+    for i, raw in enumerate(msgs):
+        first.setdefault(raw["id"], i)  # a dict with a string id: _check_messages checked each
+    for m in checked:
+        if m.id in stored and not same_content(stored[m.id], m):
+            reason = "this id is already stored with different text, speaker or metadata"
+            raise _bad_message(path, lines, first[m.id], m.id, reason)
+
+
+def _bad_message(
+    path: Path, lines: list[int | None], i: int, message_id: str | None, reason: str
+) -> MessageFileError:
+    what = f"message {i + 1}" + ("" if message_id is None else f" (id {message_id!r})")
+    return MessageFileError(str(path), f"{what}: {reason}", line=lines[i])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -144,8 +179,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     path = Path(args.file)
     msgs, lines = _read_messages(path)
-    _check_messages(path, msgs, lines, args.batch)
+    checked = _check_messages(path, msgs, lines, args.batch)  # before a memory file is created
     mem = _open(args, create=True)
+    _check_stored(path, msgs, lines, checked, mem, args.namespace)
     total = 0
     with tqdm(total=len(msgs), unit="msg", disable=args.quiet) as bar:
         for start in range(0, len(msgs), args.batch):
@@ -197,13 +233,23 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.action == "export":
         text = json.dumps(doc, ensure_ascii=False, indent=2)
         if args.out:
-            Path(args.out).write_text(text + "\n", encoding="utf-8")
+            try:
+                Path(args.out).write_text(text + "\n", encoding="utf-8")
+            except OSError as e:
+                raise MnemisError(f"{args.out}: cannot write it ({e.strerror})") from None
             print(f"wrote {args.out}")
         else:
             print(text)
         return 0
     if args.action == "apply":
-        edited = json.loads(Path(args.file).read_text(encoding="utf-8"))
+        try:
+            edited = json.loads(Path(args.file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise rv.ReviewError(f"{args.file}: cannot read it ({e})") from None
+        except json.JSONDecodeError as e:
+            raise rv.ReviewError(
+                f"{args.file}:{e.lineno}: not valid JSON: {e.msg} (column {e.colno})"
+            ) from None
     elif args.action == "rename":
         edited = rv.rename(doc, args.node, args.label)
     elif args.action == "merge":
@@ -235,7 +281,12 @@ def _cutoff(mem, args: argparse.Namespace):
     times = [m.timestamp for m in mem.messages(args.namespace) if m.timestamp is not None]
     if not times:
         raise MnemisError("the namespace has no timestamped messages; pass --before")
-    return max(times) - timedelta(days=args.older_than_days)
+    try:
+        return max(times) - timedelta(days=args.older_than_days)
+    except OverflowError:
+        raise MnemisError(
+            f"--older-than-days {args.older_than_days:g} reaches back before the year 1; pass --before"
+        ) from None
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -337,6 +388,26 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return 0 if not rep.not_found else 1
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = math.nan
+    if not 0 <= days < math.inf:  # a negative cutoff lies after the newest message: all of it
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more, got {text!r}")
+    return days
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mnemis", description="Hierarchical graph memory with dual-path retrieval."
@@ -366,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(i, db_required=True, db_help="SQLite memory file, created if missing")
     i.add_argument("file", help="a .jsonl file (one message per line) or a .json file (see below)")
-    i.add_argument("--batch", type=int, default=200, help="messages per add_messages call (default 200)")
+    i.add_argument(
+        "--batch", type=_positive_int, default=200, help="messages per add_messages call (default 200)"
+    )
     i.add_argument("--quiet", action="store_true", help="no progress bar")
     i.set_defaults(func=cmd_ingest)
 
@@ -421,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--before", default=None, help="ISO-8601 cutoff")
     when.add_argument(
         "--older-than-days",
-        type=float,
+        type=_days,
         default=14.0,
         help="cutoff this many days before the newest message (default 14)",
     )
@@ -447,8 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     fg = sub.add_parser("forget", help="erase messages everywhere, including the file (unlike compaction)")
     common(fg, db_required=True)
-    fg.add_argument("--message-id", "-m", action="append", default=[], help="repeat for several")
-    fg.add_argument("--all", action="store_true", help="forget the whole namespace")
+    what = fg.add_mutually_exclusive_group()  # with both, --all would erase the messages not named
+    what.add_argument("--message-id", "-m", action="append", default=[], help="repeat for several")
+    what.add_argument("--all", action="store_true", help="forget the whole namespace")
     fg.set_defaults(func=cmd_forget)
 
     from .evaluation.cli import add_bench_parser

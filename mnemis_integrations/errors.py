@@ -45,9 +45,11 @@ class InvalidMessageError(MnemisError, ValueError):
 class DuplicateMessageError(InvalidMessageError):
     """The same message id arrived again with different content."""
 
-    def __init__(self, message_id: str):
+    def __init__(self, message_id: str, *, index: int | None = None):
         super().__init__(
-            "this id is already stored with different text, speaker or metadata", message_id=message_id
+            "this id is already stored with different text, speaker or metadata",
+            message_id=message_id,
+            index=index,
         )
 
 

@@ -89,6 +89,15 @@ def _check_k(k: Any, cfg: MemoryConfig) -> None:
         raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
 
 
+def _check_config(config: Any) -> MemoryConfig:
+    if not isinstance(config, MemoryConfig):
+        raise ConfigError(
+            f"config must be a MemoryConfig (e.g. recipes.DEFAULT.with_(fusion={{...}})), "
+            f"not {type(config).__name__}"
+        )
+    return config
+
+
 def _check_budget(max_tokens: Any) -> None:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
@@ -212,7 +221,7 @@ class MnemisMemory:
         self.namespace = validate_namespace(namespace)
         self.embedder = as_embedder(embedder)
         self.profile = profile_for(self.embedder)
-        self.config = config
+        self.config = _check_config(config)
         self.review = review
         self.builder: Builder = (
             builder if builder is not None else OfflineBuilder(config.build, self.profile, review)
@@ -605,7 +614,7 @@ class MnemisMemory:
             NamespaceNotFoundError: the namespace holds no memory.
         """
         namespace = self._ns(namespace)
-        cfg = config or self.config
+        cfg = _check_config(config) if config is not None else self.config
         _check_query(query, cfg)
         _check_k(k, cfg)
         if max_tokens is not None:
@@ -614,6 +623,8 @@ class MnemisMemory:
             _check_threshold(score_threshold)
         flt = MetadataFilter.parse(filter)
         when = parse_moment(as_of, "as_of") if as_of is not None else None
+        # one id as a string is that id, as in forget, not its characters
+        seen = set(_message_ids(exclude_messages)) if exclude_messages else set()
         t0 = time.perf_counter()
         with self._lock(namespace):
             if not self._state(namespace).messages:
@@ -627,7 +638,7 @@ class MnemisMemory:
             if st.path_cache is None:
                 st.path_cache = PathCache()
             # hits left out as already seen must not cost the caller any of its k
-            wanted = min(cfg.limits.max_k, k + len(exclude_messages)) if exclude_messages else k
+            wanted = min(cfg.limits.max_k, k + len(seen)) if seen else k
             hits = dual_path_search(
                 st,
                 query,
@@ -640,8 +651,7 @@ class MnemisMemory:
                 cache=st.path_cache,
                 filter=flt,
             )
-            if exclude_messages:
-                seen = set(exclude_messages)
+            if seen:
                 hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)][:k]
         if score_threshold is not None:
             hits = [h for h in hits if h.score >= score_threshold]

@@ -83,7 +83,9 @@ class MetadataFilter:
 
 
 def _json_default(value: Any) -> Any:
-    return {"$time": value.isoformat()}  # only datetimes reach here: parsing refused everything else
+    if isinstance(value, Mapping):  # a filter, or a key's operators, given as another mapping type
+        return dict(value)
+    return {"$time": value.isoformat()}  # only datetimes are left: parsing refused everything else
 
 
 def _conjunction(spec: Mapping) -> Test:

@@ -55,7 +55,10 @@ def parse_timestamp(
     if value is None:
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        # A fixed offset, as a store reads it back: two times in one ZoneInfo compare by wall clock,
+        # so across a DST fall-back the later one (fold=1) could sort first.
+        offset = value.utcoffset()
+        return value.replace(tzinfo=timezone.utc if offset is None else timezone(offset))
     if isinstance(value, str):
         dt = iso_moment(value)
         if dt is None:
@@ -267,7 +270,7 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             if not same_content(seen[mid], m):
                 from ..errors import DuplicateMessageError
 
-                raise DuplicateMessageError(mid)
+                raise DuplicateMessageError(mid, index=i)
             continue
         seen[mid] = m
         out.append(m)
