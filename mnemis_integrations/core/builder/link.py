@@ -28,11 +28,16 @@ if TYPE_CHECKING:
 __all__ = [
     "has_change_cue",
     "link_entities",
+    "READ_FROM",
     "link_model_relations",
     "link_references",
     "pick_references",
     "relation_label",
 ]
+
+# On a relation edge: the ids of the messages it was read from, so that forgetting them removes it
+# (its label seldom quotes them: "vaccinated_at" read from "has his vaccines at the clinic on Elm St").
+READ_FROM = "read_from"
 
 DISTINCTIVE_MAX_MENTIONS = 256
 
@@ -134,16 +139,35 @@ def _sentence_relations(st: NamespaceState, m: Message, ms: list[EntityMention])
             ea, eb = st.entities.get(a.key), st.entities.get(b.key)
             if ea and eb:
                 label = relation_label(sent[pa + len(a.name) : pb])
-                st.graph.add_edge(Edge(ea, eb, EdgeKind.RELATION, label=label, created_at=m.timestamp))
+                _add_relation(st, ea, eb, label, m.timestamp, [m.id])
 
 
 def link_model_relations(st: NamespaceState, frag: Node, relations: Sequence[RelationItem]) -> None:
     """The relations the model found in the fragment's segment, between entities it mentions."""
+    msgs = st.fragment_messages(frag.id)
     for r in relations:
         a, b = st.entities.get(r.source), st.entities.get(r.target)
         if a and b and a != b:
             label = "_".join(r.relation.lower().split()[:3])
-            st.graph.add_edge(Edge(a, b, EdgeKind.RELATION, label=label, created_at=frag.event_time))
+            both = [m.id for m in msgs if _names(m.text, r.source) and _names(m.text, r.target)]
+            _add_relation(st, a, b, label, frag.event_time, both or [m.id for m in msgs])
+
+
+def _names(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def _add_relation(
+    st: NamespaceState, a: str, b: str, label: str, when: datetime | None, read_from: list[str]
+) -> None:
+    """The relation a -> b, read (again) from these messages: one edge, holding every message it was
+    read from."""
+    prior = st.graph.edge(a, b, EdgeKind.RELATION, label)
+    seen = prior.properties.get(READ_FROM, ()) if prior is not None else ()
+    read = list(dict.fromkeys([*seen, *read_from]))
+    st.graph.add_edge(
+        Edge(a, b, EdgeKind.RELATION, label=label, created_at=when, properties={READ_FROM: read})
+    )
 
 
 def _distinctive(st: NamespaceState, frag_id: str, counts: dict[str, int], n_frag: int) -> set[str]:

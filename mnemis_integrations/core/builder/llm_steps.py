@@ -64,9 +64,11 @@ class ModelCalls:
         with ThreadPoolExecutor(max_workers=min(self.llm.max_concurrency, len(items))) as pool:
             return list(pool.map(fn, items))
 
+    def text(self, m: Message) -> str:
+        return m.text if len(m.text) <= self.llm.max_line_chars else m.text[: self.llm.max_line_chars] + "..."
+
     def line(self, m: Message) -> str:
-        text = m.text if len(m.text) <= self.llm.max_line_chars else m.text[: self.llm.max_line_chars] + "..."
-        return f"{m.speaker}: {text}"
+        return f"{m.speaker}: {self.text(m)}"
 
     def ask(self, step: str, messages, schema, check):
         """One batch's validated answer, or None when the batch falls back; counted either way."""
@@ -123,7 +125,7 @@ class LLMSegmenter:
                 ctx: P.SegmentContext = {
                     "earlier": [calls.line(m) for m in earlier],
                     "messages": [
-                        {"i": j, "speaker": new[i].speaker, "text": calls.line(new[i]).split(": ", 1)[1]}
+                        {"i": j, "speaker": new[i].speaker, "text": calls.text(new[i])}
                         for j, i in enumerate(b)
                     ],
                 }
@@ -390,7 +392,7 @@ class LLMUpdateJudge:
     def fragment_added(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
         """Nothing yet: judged for the whole batch in :meth:`batch_added`."""
 
-    def _candidates(self, st: NamespaceState, fid: str) -> list[str]:
+    def _candidates(self, st: NamespaceState, fid: str, later: set[str]) -> list[str]:
         g = st.graph
         frag = g.get(fid)
         mine = {e.dst for e in g.out_edges(fid, EdgeKind.MENTIONS)}
@@ -398,7 +400,7 @@ class LLMUpdateJudge:
         v = st.node_vectors.get(fid)
         scored = []
         for f in g.nodes(NodeKind.FRAGMENT):
-            if f.id == fid or f.status != Status.ACTIVE:
+            if f.id == fid or f.id in later or f.status != Status.ACTIVE:
                 continue
             if f.event_time and frag.created_at and f.event_time > frag.created_at:
                 continue
@@ -426,8 +428,8 @@ class LLMUpdateJudge:
                 "text": node.summary,
             }
 
-        def one(b: list[tuple[str, list[Message]]]) -> None:
-            cands = {fid: self._candidates(st, fid) for fid, _ in b}
+        def one(b: list[tuple[str, list[Message]]], later: set[str]) -> None:
+            cands = {fid: self._candidates(st, fid, later) for fid, _ in b}
             earlier_ids = list(dict.fromkeys(c for cs in cands.values() for c in cs if c not in cands))
             if not any(cands.values()):
                 return
@@ -457,6 +459,8 @@ class LLMUpdateJudge:
                     g.add_edge(Edge(new_id, old_id, EdgeKind.CONTRADICTS, created_at=when))
 
         # Batches run in order, not concurrently: a fact one batch supersedes is not offered to the next.
+        # Every fragment of the ingest is written by now: those after a batch are not earlier facts
+        # for it, whatever their dates say (undated, or dated the same day).
         n = calls.llm.batch_fragments
         for i in range(0, len(created), n):
-            one(created[i : i + n])
+            one(created[i : i + n], {fid for fid, _ in created[i + n :]})

@@ -45,6 +45,9 @@ class JSONRepairError(ValueError):
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)(?:```|$)", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
+# No answer nests past a few levels: a cut-off reply open this deep is a model stuck repeating one
+# token, and cutting it back item by item would take minutes.
+_MAX_OPEN = 32
 
 
 def _string_states(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
@@ -121,6 +124,17 @@ def _close_truncated(s: str, stack: list[str], in_str: bool) -> str:
     return s + "".join("}" if b == "{" else "]" for b in reversed(stack))
 
 
+def _loads(s: str) -> Any:
+    """``json.loads``, failing as on any invalid JSON where a reply stuck repeating one token makes
+    it fail otherwise (an integer past Python's digit limit, nesting past the recursion limit)."""
+    try:
+        return json.loads(s)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as e:
+        raise json.JSONDecodeError(f"unreadable ({type(e).__name__})", s, 0) from None
+
+
 def extract_json(text: str) -> Any:
     """The first JSON object (or array) in a model reply, repaired if needed.
 
@@ -145,10 +159,13 @@ def extract_json(text: str) -> Any:
             continue
         start = min(starts)
         end, stack, in_str = _scan(cand, start)
+        if len(stack) > _MAX_OPEN:
+            last_error = f"more than {_MAX_OPEN} brackets left open"
+            continue
         raw = cand[start : end + 1] if end >= 0 else _close_truncated(cand[start:], stack, in_str)
         for attempt in (raw, _fix_literals(raw)):
             try:
-                return json.loads(attempt)
+                return _loads(attempt)
             except json.JSONDecodeError as e:
                 last_error = f"invalid JSON ({e.msg} at position {e.pos})"
         if end < 0:
@@ -158,7 +175,7 @@ def extract_json(text: str) -> Any:
                 head = cand[start : start + cut]
                 _, st2, in2 = _scan(head + " ", 0)
                 try:
-                    return json.loads(_fix_literals(_close_truncated(head, st2, in2)))
+                    return _loads(_fix_literals(_close_truncated(head, st2, in2)))
                 except json.JSONDecodeError:
                     cut = head.rfind(",")
     raise JSONRepairError(last_error)
@@ -298,9 +315,9 @@ def ask(
         try:
             data = extract_json(reply)
             try:
-                strict = json.loads(reply.strip())
+                strict = _loads(reply.strip())
                 fixed = strict != data
-            except (json.JSONDecodeError, ValueError):
+            except json.JSONDecodeError:
                 fixed = True
             value = schema.model_validate(data)
             errors = []

@@ -11,7 +11,9 @@ Edit it by hand or with the pure helpers (:func:`rename`, :func:`merge`, :func:`
 :func:`move`), then :func:`apply_hierarchy` makes the graph match it: labels are set,
 ``belongs_to`` edges rewired, parents with an ``id`` of ``null`` created, and concepts or
 subtopics left with no child removed. Fragments and messages are never deleted: a document
-that leaves out a fragment, names it twice or names an unknown node is refused whole.
+that leaves out a fragment, names it twice or names an unknown node is refused whole. The
+originals a compaction archived are not in the document (their overview stands for them) and
+cannot be moved by it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from ...errors import ConfigError, NodeNotFoundError
 from ..graph import MemoryGraph
-from ..model import Edge, EdgeKind, Node, NodeKind
+from ..model import Edge, EdgeKind, Node, NodeKind, Status
 
 __all__ = ["FORMAT", "ReviewError", "apply_hierarchy", "export_hierarchy", "merge", "move", "rename", "split"]
 
@@ -152,19 +154,31 @@ def move(doc: dict, fragment: str, to: str) -> dict:
 # ------------------------------------------------------------------------------ apply
 
 
+def _entries(holder: dict, key: str, level: str) -> list[dict]:
+    """``holder[key]`` (absent: none), checked to be a list of objects: a document read from a
+    file may hold anything."""
+    entries = holder.get(key, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ReviewError(f"the {level} entries of {holder.get('id')!r} must be a list of objects")
+    return entries
+
+
 def _check(graph: MemoryGraph, doc: Any) -> None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("concepts"), list):
         raise ReviewError(f"not a {FORMAT} document")
     seen: dict[str, str] = {}
-    for c in doc["concepts"]:
+    for c in _entries(doc, "concepts", "concept"):
+        subs = _entries(c, "subtopics", "subtopic")
         entries = (
             [("concept", c)]
-            + [("subtopic", s) for s in c.get("subtopics", [])]
-            + [("fragment", f) for s in c.get("subtopics", []) for f in s.get("fragments", [])]
+            + [("subtopic", s) for s in subs]
+            + [("fragment", f) for s in subs for f in _entries(s, "fragments", "fragment")]
         )
         for level, e in entries:
-            nid = e.get("id")
-            if level != "fragment" and not str(e.get("label") or "").strip() and nid is None:
+            nid, label = e.get("id"), e.get("label")
+            if not isinstance(nid, (str, type(None))) or not isinstance(label, (str, type(None))):
+                raise ReviewError(f"a {level}'s id and label must be strings or null, got {nid!r}, {label!r}")
+            if level != "fragment" and not (label or "").strip() and nid is None:
                 raise ReviewError(f"a new {level} needs a label")
             if nid is None:
                 if level == "fragment":
@@ -174,12 +188,17 @@ def _check(graph: MemoryGraph, doc: Any) -> None:
                 raise ReviewError(f"{nid!r} appears twice")
             seen[nid] = level
             try:
-                kind = graph.get(nid).kind.value
+                node = graph.get(nid)
             except NodeNotFoundError:
                 raise ReviewError(f"no node {nid!r} in namespace {graph.namespace!r}") from None
-            if kind != level:
-                raise ReviewError(f"{nid!r} is a {kind}, listed as a {level}")
-    missing = [f.id for f in graph.nodes(NodeKind.FRAGMENT) if f.id not in seen]
+            if node.kind.value != level:
+                raise ReviewError(f"{nid!r} is a {node.kind.value}, listed as a {level}")
+            if node.status == Status.ARCHIVED:  # under its archive node, which compaction owns
+                raise ReviewError(f"{nid!r} is archived by compaction; uncompact it to move it")
+    # archived originals stay under their archive node: their overview stands for them here
+    missing = [
+        f.id for f in graph.nodes(NodeKind.FRAGMENT) if f.id not in seen and f.status != Status.ARCHIVED
+    ]
     if missing:
         raise ReviewError(
             f"fragment(s) {missing[:5]} are missing from the document; fragments are never dropped"

@@ -30,6 +30,12 @@ class EntityIndex:
     def remove_node(self, node_id: str) -> None:
         self._by_key = {k: v for k, v in self._by_key.items() if v != node_id}
 
+    def discard(self, key: str, node_id: str) -> None:
+        """Forget the name ``key`` if it names ``node_id``."""
+        key = normalise_name(key)
+        if self._by_key.get(key) == node_id:
+            del self._by_key[key]
+
     def get(self, key: str) -> str | None:
         return self._by_key.get(normalise_name(key))
 

@@ -24,7 +24,7 @@ from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, STATUS_BEFORE, is_overview
 from ..text import date_span
-from .supersede import supersede
+from .supersede import REPLACED, REPLACED_BY, supersede
 
 __all__ = [
     "refresh_overview",
@@ -192,6 +192,25 @@ def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> 
     return node
 
 
+def _mirrored(graph: MemoryGraph, e: Edge, src: str, dst: str) -> Edge:
+    """``e`` moved to ``src -> dst``. An ``updates`` link keeps the messages it names, joined with
+    those of a link another original already gave the pair, so that forgetting the replacing
+    messages undoes the overview's link as it undoes the originals'; one link naming none makes
+    the pair's a whole-node link."""
+    properties: dict = {}
+    if e.kind == EdgeKind.UPDATES and REPLACED in e.properties:
+        prior = graph.edge(src, dst, EdgeKind.UPDATES)
+        if prior is None or REPLACED in prior.properties:
+            before = prior.properties if prior is not None else {}
+            properties = {
+                key: sorted(set(before.get(key, ())) | set(e.properties.get(key, ())))
+                for key in (REPLACED, REPLACED_BY)
+            }
+    return Edge(
+        src, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at, properties=properties
+    )
+
+
 def compact_graph(
     graph: MemoryGraph, before: datetime, *, min_group: int = 2, max_messages: int = 16
 ) -> CompactionReport:
@@ -234,17 +253,13 @@ def compact_graph(
                     continue
                 dst = _resolve(graph, e.dst, moved)
                 if dst != ov.id:
-                    graph.add_edge(
-                        Edge(ov.id, dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at)
-                    )
+                    graph.add_edge(_mirrored(graph, e, ov.id, dst))
             for e in graph.in_edges(m):
                 if e.kind == EdgeKind.BELONGS_TO:
                     continue
                 src = _resolve(graph, e.src, moved)
                 if src != ov.id:
-                    graph.add_edge(
-                        Edge(src, ov.id, e.kind, label=e.label, weight=e.weight, created_at=e.created_at)
-                    )
+                    graph.add_edge(_mirrored(graph, e, src, ov.id))
     # Then move the originals under the archive node.
     for plan, ov in overviews:
         sub = graph.get(plan.subtopic_id)

@@ -8,7 +8,7 @@ costs about as much as adding one, whatever the size of the namespace:
   the others get keywords, summary, headline, label and ``mentions`` derived again from the
   messages that remain;
 - an entity no remaining fragment mentions goes with its relations; a relation read from a
-  forgotten sentence goes too;
+  forgotten sentence goes too, and so does an alias only forgotten messages said;
 - a node whose id was made from a forgotten message id gets a fresh random id;
 - parents that changed get their labels and summaries derived again; a fact that a removed
   fragment had superseded is current again when nothing else supersedes it.
@@ -19,11 +19,13 @@ engine then writes the change and purges the store, so no byte of the text remai
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from ..builder.entities import extract_entities
+from ..builder.link import READ_FROM
 from ..builder.summarise import (
     TOPIC_WORDS,
     fragment_label,
@@ -38,7 +40,7 @@ from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
-from ..text import content_words
+from ..text import content_words, has_cjk, normalise_name
 from .compaction import refresh_overview
 from .supersede import REPLACED, REPLACED_BY
 
@@ -108,24 +110,29 @@ def forget_messages(
         else:
             _rederive_fragment(st, node, cfg, n_fragments)
     _drop_links_through(st, holders, drop, reactivated)
-    _drop_relations_from(st, texts)
+    _drop_relations_from(st, texts, drop, entities)
     removed_entities = _drop_unmentioned_entities(st, entities)
+    _drop_forgotten_aliases(st, entities, messages)
     for fid in holders:
         if g.has(fid):
             st.df.update(_tokens(st, fid))
     for t in set().union(*old_tokens.values()):
         if st.df.get(t, 1) <= 0:
             del st.df[t]
+    # a parent founded by a forgotten message's fragment may no longer hold it (a review moved it)
+    named = {f"{prefix}:{m}" for m in drop for prefix in ("s", "c", "a:s")}
     renamed = _rename_ids_made_from(
-        st, {f for f in holders if g.has(f)} | {p for p in parents if g.has(p)}, drop
+        st, {f for f in holders if g.has(f)} | {p for p in parents | named if g.has(p)}, drop
     )
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
+    _drop_model_names(g, alive)
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
     relabel(st, alive)
     _refresh_archives(g, alive)
+    moved = alive | set(renamed.values())  # a renamed node's vector went with its old id
     st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
-    st.refresh_vectors([p for p in alive if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
-    st.refresh_vectors([p for p in alive if g.get(p).kind == NodeKind.CONCEPT])
+    st.refresh_vectors([p for p in moved if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
+    st.refresh_vectors([p for p in moved if g.get(p).kind == NodeKind.CONCEPT])
     st.path_cache = None  # memos key on the version, which the write moves
 
 
@@ -189,6 +196,17 @@ def _remove_fragment(st: NamespaceState, fid: str, reactivated: list[str]) -> se
     return {pid for pid in ancestors if g.has(pid)}
 
 
+def _drop_model_names(g: MemoryGraph, parents: set[str]) -> None:
+    """A name the model gave a parent was read from its messages, the forgotten ones perhaps: the
+    parent is named again from what remains, as the offline builder names it (a reviewer's name,
+    written by a person, stays)."""
+    for pid in parents:
+        node = g.get(pid)
+        if node.properties.get("named_by") == "llm":
+            del node.properties["named_by"]
+            g.touch(pid)
+
+
 def _current_again_if_unreplaced(g: MemoryGraph, old: str, reactivated: list[str]) -> None:
     if g.has(old) and not g.successors_of(old):
         o = g.get(old)
@@ -220,16 +238,28 @@ def _drop_links_through(
                 _current_again_if_unreplaced(g, e.dst, reactivated)
 
 
-def _drop_relations_from(st: NamespaceState, texts: list[str]) -> None:
-    """Remove entity relations read from the forgotten sentences (their labels quote them)."""
+def _drop_relations_from(st: NamespaceState, texts: list[str], gone: set[str], mentioned: set[str]) -> None:
+    """Remove entity relations read from the forgotten messages: those a relation records
+    (``READ_FROM``) go from it, and it goes with the last; one that records none (written before
+    relations did) goes when its label quotes a forgotten sentence."""
     g = st.graph
     named = extract_entities(texts, known=st.entities.keys())
     ids = {st.entities.get(em.name) for ments in named for em in ments} - {None}
     lowered = [t.lower() for t in texts]
-    for eid in ids:
+    for eid in ids | mentioned:
+        if not g.has(eid):
+            continue
         for e in [*g.out_edges(eid, EdgeKind.RELATION), *g.in_edges(eid, EdgeKind.RELATION)]:
-            if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
+            read = e.properties.get(READ_FROM)
+            if read is None:
+                if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
+                    g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
+                continue
+            left = [m for m in read if m not in gone]
+            if not left:
                 g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
+            elif len(left) < len(read):
+                g.add_edge(replace(e, properties={**e.properties, READ_FROM: left}))
 
 
 def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list[str]:
@@ -242,6 +272,40 @@ def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list
             st.entities.remove_node(eid)
             removed.append(eid)
     return removed
+
+
+def _says(text: str, name: str) -> bool:
+    """Does ``text`` name ``name`` (as a whole word, outside Chinese)?"""
+    pattern = re.escape(name) if has_cjk(name) else rf"(?<!\w){re.escape(name)}(?!\w)"
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: list[Message]) -> None:
+    """An alias a kept entity took from a merged duplicate (``rebalance``) goes when only forgotten
+    messages said it: the entity stays for its other mentions, the spelling was the forgotten text's."""
+    g = st.graph
+    for eid in candidates:
+        if not g.has(eid):
+            continue
+        node = g.get(eid)
+        said = {
+            a
+            for a in node.aliases
+            if any(a.lower() == m.speaker.lower() or _says(m.text, a) for m in messages)
+        }
+        if not said:
+            continue
+        remaining = [m for e in g.in_edges(eid, EdgeKind.MENTIONS) for m in st.fragment_messages(e.src)]
+        gone = {
+            a for a in said if not any(a.lower() == m.speaker.lower() or _says(m.text, a) for m in remaining)
+        }
+        if gone:
+            node.aliases = [a for a in node.aliases if a not in gone]
+            g.touch(eid)
+            names = {normalise_name(n) for n in [node.label, *node.aliases]}
+            for a in gone:
+                if normalise_name(a) not in names:
+                    st.entities.discard(a, eid)
 
 
 def _rename_ids_made_from(st: NamespaceState, candidates: set[str], gone: set[str]) -> dict[str, str]:

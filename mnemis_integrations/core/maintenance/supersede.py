@@ -10,8 +10,9 @@ from ..model import Edge, EdgeKind, Status
 __all__ = ["REPLACED", "REPLACED_BY", "replaces", "supersede"]
 
 # On an ``updates`` edge: the ids of the old node's messages that the new node's messages
-# (``REPLACED_BY``) replace. Absent: the whole old node is replaced (a link made by an LLM, a
-# compaction, or before messages were recorded). A fragment holds several messages, and often
+# (``REPLACED_BY``) replace. Absent: the whole old node is replaced (a link made by an LLM or
+# before messages were recorded; a compaction overview's link names the messages its originals'
+# links named, if each of them named some). A fragment holds several messages, and often
 # only one of them changes: forgetting a named message undoes the link (``forget``), and a search
 # shows a linked pair near the top with these messages first (``search._link_messages``).
 REPLACED = "replaced"
