@@ -363,10 +363,24 @@ class MnemisMemory:
         return sorted(self._store.namespaces())
 
     def graph(self, namespace: str | None = None) -> MemoryGraph:
-        """The memory graph of a namespace (read it; write through :meth:`edit`)."""
+        """A copy of a namespace's memory graph as stored now (write through :meth:`edit`).
+
+        A copy, as :meth:`messages` gives copies: the live graph is changed in place by this
+        object's writes, also by one that fails and is dropped, while the caller reads it. To read
+        a large graph without copying it, use :meth:`read`.
+        """
+        return self.read(lambda g: MemoryGraph.from_data(g.to_data()), namespace)
+
+    def read(self, look: Callable[[MemoryGraph], T], namespace: str | None = None) -> T:
+        """``look(graph)`` on a namespace's graph as stored now, while no write of this object can
+        change it; ``look`` must neither change the graph nor keep it (what it returns may).
+
+        Raises:
+            NamespaceNotFoundError: the namespace holds no memory.
+        """
         namespace = self._ns(namespace)
         with self._lock(namespace):
-            return self._state(namespace).graph
+            return look(self._state(namespace).graph)
 
     def messages(self, namespace: str | None = None) -> list[Message]:
         """Every acknowledged message of a namespace, in arrival order."""
@@ -653,8 +667,12 @@ class MnemisMemory:
             )
             if seen:
                 hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)][:k]
-        if score_threshold is not None:
-            hits = [h for h in hits if h.score >= score_threshold]
+            if score_threshold is not None:
+                hits = [h for h in hits if h.score >= score_threshold]
+            if max_tokens is not None:
+                # on the state the hits were ranked on, under the same lock: a copy reloaded after
+                # another writer's forget may lack a hit's node or messages
+                hits = self._fit(hits, max_tokens, cfg, query, {namespace: st})
         logger.debug(
             "namespace %r: %d hits in %.1f ms (query embedded in %.1f ms)",
             namespace,
@@ -662,7 +680,7 @@ class MnemisMemory:
             (time.perf_counter() - t0) * 1000,
             (t1 - t0) * 1000,
         )
-        return hits if max_tokens is None else self.fit_to_budget(hits, max_tokens, config=cfg, query=query)
+        return hits
 
     def fit_to_budget(
         self,
@@ -688,10 +706,18 @@ class MnemisMemory:
             InvalidQueryError: ``max_tokens`` is not a positive integer.
         """
         _check_budget(max_tokens)
-        cfg = config or self.config
-        states: dict[
-            str, NamespaceState
-        ] = {}  # one state lookup (a store version check) per namespace per call
+        return self._fit(hits, max_tokens, config or self.config, query, {})
+
+    def _fit(
+        self,
+        hits: Sequence[MemoryHit],
+        max_tokens: int,
+        cfg: MemoryConfig,
+        query: str | None,
+        states: dict[str, NamespaceState],
+    ) -> list[MemoryHit]:
+        """:meth:`fit_to_budget` on ``states`` (namespace -> state), each namespace missing there
+        looked up once (a store version check) at its first hit."""
 
         def state(hit: MemoryHit) -> NamespaceState:
             if hit.namespace not in states:
@@ -736,6 +762,13 @@ class MnemisMemory:
                 excerpted=tuple(m for m in shown if m in cut),
             )
 
+        def still_there(hit: MemoryHit) -> bool:
+            with self._lock(hit.namespace):
+                return state(hit).graph.has(hit.node_id)
+
+        # hits of an earlier search whose node another writer has since forgotten: nothing of
+        # them may be shown again
+        hits = [h for h in hits if still_there(h)]
         return fit_to_budget(
             hits, max_tokens, cfg.context, rerender, count_tokens, text_of, excerpts=query is not None
         )

@@ -279,8 +279,14 @@ def parse_locomo_datetime(text: str) -> datetime:
     matches = [i for i, name in enumerate(_MONTHS) if name.startswith(month_l[:3])]
     if not matches:
         raise ConfigError(f"unknown month {month!r} in LoCoMo session date {text!r}")
+    # A 12-hour clock: "13:05 pm" or "0:30 am" would otherwise be read as some other time.
+    if not 1 <= int(hour) <= 12:
+        raise ConfigError(f"hour {hour} is not on a 12-hour clock in LoCoMo session date {text!r}")
     h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
-    return datetime(int(year), matches[0] + 1, int(day), h, int(minute))
+    try:
+        return datetime(int(year), matches[0] + 1, int(day), h, int(minute))
+    except ValueError as exc:
+        raise ConfigError(f"LoCoMo session date {text!r} is no calendar time ({exc})") from None
 
 
 def format_session_date(dt: datetime) -> str:
@@ -304,25 +310,42 @@ def _session_numbers(conv: dict[str, Any]) -> list[int]:
     return sorted(nums)
 
 
+def _field(d: Any, key: str, where: str) -> Any:
+    """``d[key]``, or a :class:`ConfigError` naming the field and where it is missing."""
+    if not isinstance(d, Mapping) or key not in d:
+        raise ConfigError(f"{where}: LoCoMo field {key!r} is missing")
+    return d[key]
+
+
+def _category(qa: Mapping[str, Any], where: str) -> int:
+    value = _field(qa, "category", where)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: LoCoMo category {value!r} is not a number") from None
+
+
 def _read_sample(sample: dict[str, Any]) -> tuple[Conversation, EvidenceStats]:
     conv_id = str(sample["sample_id"])
-    conv = sample["conversation"]
+    conv = _field(sample, "conversation", conv_id)
     messages: list[dict[str, Any]] = []
     sessions: list[Session] = []
     turn_texts: dict[str, str] = {}
     for n in _session_numbers(conv):
-        start = parse_locomo_datetime(conv[f"session_{n}_date_time"])
+        start = parse_locomo_datetime(_field(conv, f"session_{n}_date_time", conv_id))
         date = format_session_date(start)
         ids = []
         for i, turn in enumerate(conv[f"session_{n}"]):
+            where = f"{conv_id} session_{n} turn #{i}"
+            dia_id = str(_field(turn, "dia_id", where))
+            speaker = str(_field(turn, "speaker", where))
             text = str(turn.get("text", ""))
             caption = turn.get("blip_caption")
             full = text + (f" [shares an image: {caption}]" if caption else "")
-            dia_id = str(turn["dia_id"])
             messages.append(
                 {
                     "id": dia_id,
-                    "speaker": str(turn["speaker"]),
+                    "speaker": speaker,
                     "text": full,
                     # One minute per turn keeps order and the gaps between sessions.
                     "timestamp": start + timedelta(minutes=i),
@@ -338,6 +361,9 @@ def _read_sample(sample: dict[str, Any]) -> tuple[Conversation, EvidenceStats]:
     valid = frozenset(turn_texts)
     questions = []
     for i, qa in enumerate(sample.get("qa", [])):
+        where = f"{conv_id} qa #{i}"
+        text = str(_field(qa, "question", where))
+        category = _category(qa, where)
         evidence, st = normalise_evidence(qa.get("evidence") or [], valid, where=conv_id)
         if not evidence:
             st.questions_without_evidence += 1
@@ -346,9 +372,9 @@ def _read_sample(sample: dict[str, Any]) -> tuple[Conversation, EvidenceStats]:
         questions.append(
             Question(
                 id=f"{conv_id}:q{i}",
-                text=str(qa["question"]),
+                text=text,
                 evidence_ids=evidence,
-                category=int(qa["category"]),
+                category=category,
                 answer=None if answer is None else str(answer),
             )
         )
@@ -366,11 +392,17 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None) ->
         The benchmark, with category 5 (adversarial) marked as reported apart.
 
     Raises:
-        ConfigError: an asked-for conversation is missing, or a session date cannot be parsed.
+        ConfigError: the file is not a JSON list of samples, a sample lacks a field the reader
+            needs, an asked-for conversation is missing, or a session date cannot be parsed.
     """
     with open(path, encoding="utf-8") as f:
-        samples = json.load(f)
-    by_id = {str(s["sample_id"]): s for s in samples}
+        try:
+            samples = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} is not JSON ({exc})") from None
+    if not isinstance(samples, list):
+        raise ConfigError(f"{path} must hold a list of LoCoMo samples, not a {type(samples).__name__}")
+    by_id = {str(_field(s, "sample_id", f"{path}, sample #{i}")): s for i, s in enumerate(samples)}
     wanted = list(conversations) if conversations else list(by_id)
     missing = [c for c in wanted if c not in by_id]
     if missing:

@@ -91,7 +91,9 @@ def _found(context_texts: Iterable[str], evidence_texts: Sequence[str]) -> float
     context = "\n".join(normalise_text(t) for t in context_texts)
     if not evidence_texts:
         return 0.0
-    hits = sum(1 for e in evidence_texts if normalise_text(e) in context)
+    # An evidence turn without text (an image-only LoCoMo turn) is inside every context, an empty
+    # one too: it is never counted as seen.
+    hits = sum(1 for e in evidence_texts if (wanted := normalise_text(e)) and wanted in context)
     return hits / len(evidence_texts)
 
 

@@ -19,7 +19,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.graph_stores.types import (
     TRIPLET_SOURCE_KEY,
@@ -71,6 +71,8 @@ if TYPE_CHECKING:
     from ..core.graph import MemoryGraph
 
 __all__ = ["MnemisPGRetriever", "MnemisPropertyGraphStore"]
+
+T = TypeVar("T")
 
 
 def _filter_properties(filters: MetadataFilters | None) -> dict[str, Any]:
@@ -184,11 +186,13 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         return self.memory
 
     # ----- plumbing -----
-    def _read_graph(self) -> MemoryGraph | None:
+    def _reading(self, look: Callable[[MemoryGraph], T], empty: T) -> T:
+        """``look`` on the graph as stored now, no copy taken (``MnemisMemory.read``); ``empty``
+        while the namespace holds nothing."""
         try:
-            return self.memory.graph(namespace=self.namespace)
+            return self.memory.read(look, namespace=self.namespace)
         except NamespaceNotFoundError:
-            return None
+            return empty
 
     def _write(self, change: Callable[[MemoryGraph], None]) -> None:
         # apply, not edit: a write refused because another writer came first runs again on fresh state
@@ -231,18 +235,19 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
     def get(self, properties: dict | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
         """Nodes whose LlamaIndex id is in ``ids`` and whose properties include all of ``properties``;
         every node when neither is given."""
-        g = self._read_graph()
-        if g is None:
-            return []
         wanted = set(ids) if ids else None
-        out = []
-        for node in g.nodes():
-            if wanted is not None and llama_id(node) not in wanted:
-                continue
-            lnode = self._to_llama(node)
-            if matches_properties(lnode.properties, properties):
-                out.append(lnode)
-        return out
+
+        def matching(g: MemoryGraph) -> list[LabelledNode]:
+            out = []
+            for node in g.nodes():
+                if wanted is not None and llama_id(node) not in wanted:
+                    continue
+                lnode = self._to_llama(node)
+                if matches_properties(lnode.properties, properties):
+                    out.append(lnode)
+            return out
+
+        return self._reading(matching, [])
 
     def get_triplets(
         self,
@@ -255,21 +260,22 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         where the relation or an end has all of ``properties``. No filter at all gives ``[]``."""
         if not (entity_names or relation_names or properties or ids):
             return []
-        g = self._read_graph()
-        if g is None:
-            return []
         ends = set(entity_names or []) | set(ids or [])
         rels = set(relation_names or [])
-        out = []
-        for t in self._triplets(g, g.edges()):
-            if ends and t[0].id not in ends and t[2].id not in ends:
-                continue
-            if rels and t[1].label not in rels:
-                continue
-            if properties and not any(matches_properties(x.properties, properties) for x in t):
-                continue
-            out.append(t)
-        return out
+
+        def matching(g: MemoryGraph) -> list[Triplet]:
+            out = []
+            for t in self._triplets(g, g.edges()):
+                if ends and t[0].id not in ends and t[2].id not in ends:
+                    continue
+                if rels and t[1].label not in rels:
+                    continue
+                if properties and not any(matches_properties(x.properties, properties) for x in t):
+                    continue
+                out.append(t)
+            return out
+
+        return self._reading(matching, [])
 
     def get_rel_map(
         self,
@@ -283,24 +289,27 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         Walks relations in both directions and returns each in its stored direction; skips
         ``ignore_rels`` and :attr:`rel_map_skips`.
         """
-        g = self._read_graph()
-        if g is None or not graph_nodes:
+        if not graph_nodes:
             return []
-        index = self._by_llama_id(g)
         skip = set(ignore_rels or []) | set(self.rel_map_skips)
-        start = [n.id for gn in graph_nodes for n in index.get(gn.id, [])]
-        found = g.edges_near(start, depth, follow=lambda e: relation_label(e) not in skip, limit=limit)
-        return list(self._triplets(g, found))
+
+        def near(g: MemoryGraph) -> list[Triplet]:
+            index = self._by_llama_id(g)
+            start = [n.id for gn in graph_nodes for n in index.get(gn.id, [])]
+            found = g.edges_near(start, depth, follow=lambda e: relation_label(e) not in skip, limit=limit)
+            return list(self._triplets(g, found))
+
+        return self._reading(near, [])
 
     def get_schema(self, refresh: bool = False) -> dict[str, list[str]]:
         """The node labels and relation labels present, sorted."""
-        g = self._read_graph()
-        if g is None:
-            return {"node_labels": [], "relation_labels": []}
-        return {
-            "node_labels": sorted({self._to_llama(n).label for n in g.nodes()}),
-            "relation_labels": sorted({relation_label(e) for e in g.edges()}),
-        }
+        return self._reading(
+            lambda g: {
+                "node_labels": sorted({self._to_llama(n).label for n in g.nodes()}),
+                "relation_labels": sorted({relation_label(e) for e in g.edges()}),
+            },
+            {"node_labels": [], "relation_labels": []},
+        )
 
     # ----- writes -----
     def upsert_nodes(self, nodes: Sequence[LabelledNode]) -> None:
@@ -481,9 +490,6 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """
         if not (entity_names or relation_names or properties or ids):
             return
-        g = self._read_graph()
-        if g is None:
-            return
         names, wanted = set(entity_names or []), set(ids or [])
 
         def doomed(node: Node) -> bool:
@@ -496,7 +502,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
 
         # Forget first: if the graph write below fails, deleting again still finds the nodes and
         # finishes; the other way round a retry would find no node and leave the text behind.
-        texts = {n.id for n in g.nodes() if n.kind != NodeKind.ENTITY and doomed(n)}
+        texts = self._reading(
+            lambda g: {n.id for n in g.nodes() if n.kind != NodeKind.ENTITY and doomed(n)}, None
+        )
+        if texts is None:
+            return
         messages = sorted(texts & self._stored_messages().keys())
         if messages:
             self.memory.forget(messages, namespace=self.namespace)
@@ -554,9 +564,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             )
         except NamespaceNotFoundError:
             return [], []
-        g = self._read_graph()
-        pairs = [(g.get(nid), score) for nid, score in found if g is not None and g.has(nid)]
-        return [self._to_llama(n) for n, _ in pairs], [score for _, score in pairs]
+        pairs = self._reading(
+            lambda g: [(self._to_llama(g.get(nid)), score) for nid, score in found if g.has(nid)], []
+        )
+        return [n for n, _ in pairs], [score for _, score in pairs]
 
     # ----- async: PropertyGraphStore's defaults run the sync methods on the event loop, and these
     # embed (vector_query) or write and purge the memory (the rest): run them in a thread instead.

@@ -278,3 +278,14 @@ def test_namespaces_are_isolated(memory):
     for h in memory.search("secret garden project", k=10, namespace="a"):
         assert "m50" not in h.source_ids
     assert memory.namespaces() == ["a", "b"]
+
+
+def test_read_looks_at_the_stored_graph_without_a_copy_and_graph_gives_one():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages([msg(1, "The vet moved Rex's booster to Friday.")], namespace="u")
+    live = mem.read(lambda g: g, namespace="u")
+    assert mem.read(lambda g: g, namespace="u") is live
+    copy = mem.graph("u")
+    assert copy is not live and sorted(n.id for n in copy.nodes()) == sorted(n.id for n in live.nodes())
+    with pytest.raises(NamespaceNotFoundError):
+        mem.read(lambda g: g, namespace="nobody")

@@ -32,6 +32,7 @@ Query text is constant; every value travels as a query parameter.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 from urllib.parse import parse_qs, urlparse
@@ -119,9 +120,8 @@ CREATE (:Message {{id: m.id, seq: m.seq, speaker: m.speaker, text: m.text, times
                    metadata: m.metadata, vec: m.vec}})
 WITH count(*) AS _m
 {_OK}
-MERGE (v:Meta {{key: 'version'}})
-MERGE (v)-[c:VERSION]->(v)
-SET c.value = CASE WHEN ok THEN $new ELSE c.value END
+FOREACH (_ IN CASE WHEN ok THEN [1] ELSE [] END |
+  MERGE (v:Meta {{key: 'version'}}) MERGE (v)-[c:VERSION]->(v) SET c.value = $new)
 RETURN ok
 """
 # Format 1 had no edge keys and no element order: give every element both.
@@ -429,6 +429,12 @@ class FalkorDBStore:
         new = int(self._db.connection.incr(_SEQ_KEY))
         params = self._params(delta, new) | {"expected": expected_version, "new": new}
         if not self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]:
+            # Refused because another writer removed the namespace: the query (and its indexes)
+            # made an empty graph again, which would be listed as a namespace; remove it unless a
+            # writer has given it a version meanwhile.
+            if self.version(namespace) == 0:
+                with contextlib.suppress(ConcurrentWriteError):
+                    self.delete(namespace, 0)
             raise ConcurrentWriteError(
                 f"namespace {namespace!r} was written by another writer since version {expected_version}"
             )
