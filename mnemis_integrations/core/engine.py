@@ -728,8 +728,17 @@ class MnemisMemory:
             st: NamespaceState, hit: MemoryHit, ids: Collection[str], cut: Mapping[str, int]
         ) -> tuple[str, tuple[str, ...]]:
             cut_texts = {m: excerpt_of(st, m, size) for m, size in cut.items()}
+            node = st.node(hit.node_id)
+            # A hit keeps the head line it was found with: at as_of, a fragment that grew later has none.
+            line = node.properties.get("headline", node.summary).split("\n", 1)[0]
             return render(
-                st, st.node(hit.node_id), hit.path, only=set(ids), order=hit.focus, excerpts=cut_texts
+                st,
+                node,
+                hit.path,
+                only=set(ids),
+                order=hit.focus,
+                excerpts=cut_texts,
+                headline=hit.text.split("\n", 1)[0].endswith(line),
             )
 
         made: dict[tuple[str, str, int], str] = {}  # an excerpt is measured, then shown: made once

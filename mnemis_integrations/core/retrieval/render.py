@@ -21,6 +21,7 @@ def render(
     as_of: datetime | None = None,
     order: Sequence[str] = (),
     excerpts: Mapping[str, str] | None = None,
+    headline: bool = True,
 ) -> tuple[str, tuple[str, ...]]:
     """(text, source ids shown in it).
 
@@ -29,16 +30,20 @@ def render(
     conversations: it gives their dates and its messages in ``order`` (the search's focus, best
     match first), so a reader meets the lines that answer before the rest. A subtopic or concept
     gives its path and the summaries beneath it (no raw text, so no source ids). With ``as_of``, a
-    subtopic sums up only the fragments complete by then, so a time-travel answer shows no later text.
-    ``excerpts``: message id -> the text shown for it instead of the whole (a budget's excerpt).
+    subtopic sums up only the fragments complete by then, a concept names only the subtopics begun by
+    then, and a fragment that grew later shows its date alone: its headline was made from all its
+    messages, so a time-travel answer shows no later text. ``headline``: False shows the date alone
+    (a budget narrowing a hit that showed none). ``excerpts``: message id -> the text shown for it
+    instead of the whole (a budget's excerpt).
     """
     if node.kind == NodeKind.FRAGMENT:
         msgs = st.fragment_messages(node.id)
+        later = as_of is not None and any(m.timestamp is not None and m.timestamp > as_of for m in msgs)
         if only is not None:
             msgs = [m for m in msgs if m.id in only]
         when = format_date(msgs[0].timestamp) if msgs and msgs[0].timestamp else ""
         # An offline fragment shows its short headline; a model-written summary is shown whole.
-        line = node.properties.get("headline", node.summary)
+        line = node.properties.get("headline", node.summary) if headline and not later else ""
         if is_overview(node):
             times = [m.timestamp for m in msgs if m.timestamp]
             when = date_span(min(times), max(times)) if times else ""
@@ -62,7 +67,11 @@ def render(
     if node.kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE):
         return f"{' > '.join(path)}: {node.summary}".strip(), ()
     if node.kind == NodeKind.CONCEPT:
-        kids = [c.label for c in st.graph.children(node.id)]
+        kids = [
+            c.label
+            for c in st.graph.children(node.id)
+            if as_of is None or c.created_at is None or c.created_at <= as_of
+        ]
         return f"{node.label}: " + "; ".join(kids[:8]), ()
     return node.label, ()
 

@@ -253,10 +253,23 @@ def _run_paths(q: _Query) -> tuple[RelationResult, SemanticResult]:
         threshold,
         q.allowed,
         speakers=q.speakers,
-        messages=q.scope.messages if q.scope is not None else None,
+        messages=q.scope.messages if q.scope is not None else _said_by_then(q.st, q.as_of),
         visible_key=q.visible_key if q.scope is None else None,
     )
     return rel, sem
+
+
+def _said_by_then(st: NamespaceState, as_of: datetime | None) -> frozenset[str] | None:
+    """The messages said by ``as_of`` (undated ones included), the only message-level evidence a
+    time-travel search may be found by, as a filter's scope is (``scope.scope_of``): a fragment that
+    grew later is not found by what it was told after the moment. ``None`` without ``as_of``."""
+    if as_of is None:
+        return None
+
+    def said() -> frozenset[str]:
+        return frozenset(m.id for m in st.messages.values() if m.timestamp is None or m.timestamp <= as_of)
+
+    return memo(st, "said_by", as_of, said) if is_large(st) else said()
 
 
 def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
@@ -778,8 +791,18 @@ def _hit(
         status=q.status.get(nid, node.status).value,
         label=node.label,
         namespace=st.namespace,
-        successors=tuple(s.id for s in st.graph.successors_of(nid)),
+        successors=_successors(q, nid),
         focus=focus,
         metadata=shared,
         message_metadata=per_message,
     )
+
+
+def _successors(q: _Query, nid: str) -> tuple[str, ...]:
+    """The nodes that had replaced ``nid`` by ``as_of``: none while it was still in force then."""
+    succ = q.st.graph.successors_of(nid)
+    if q.as_of is None:
+        return tuple(s.id for s in succ)
+    if q.status.get(nid) != Status.SUPERSEDED:
+        return ()
+    return tuple(s.id for s in succ if s.created_at is None or s.created_at <= q.as_of)

@@ -98,9 +98,9 @@ def semantic_path(
     the best BM25 messages, and their parents) are scored, exactly; min-max normalisation
     then runs over those candidates.
 
-    ``messages``: a filtered search's messages in scope (``retrieval.scope``); only they count as
-    message-level evidence (best message, BM25, focus), and the funnel proposes the nearest
-    nodes and messages inside the scope. ``None``: every message counts.
+    ``messages``: a filtered search's messages in scope (``retrieval.scope``), or those said by a
+    search's ``as_of``; only they count as message-level evidence (best message, BM25, focus), and
+    the funnel proposes the nearest nodes and messages among them. ``None``: every message counts.
 
     ``visible_key``: the key ``allowed`` is memoised under (``as_of``, ``include_archived``); the
     funnel's normalisation sample is memoised with it. ``None``: the sample is drawn anew.
@@ -206,8 +206,9 @@ def _coarse(
     # A fixed random sample of the visible nodes: it puts the floor of the min-max normalisation
     # close to the full scan's minimum, so normalised scores (and their fusion) stay comparable.
     # Memoised under the key of the visible set it was drawn from (not the set's id(): a freed
-    # set's address can come back for another as_of); a filter's scope is drawn again each query.
-    if visible_key is not None and messages is None:
+    # set's address can come back for another as_of); a filter's scope is drawn again each query
+    # (its caller passes no key; ``messages`` alone may be an as_of's, over the memoised visible set).
+    if visible_key is not None:
         sample = memo(st, "norm_sample", visible_key, lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
     else:
         sample = _sample(sorted(allowed), FUNNEL_FLOOR_SAMPLE)
