@@ -157,6 +157,11 @@ class MemoryGraph:
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
         return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
 
+    def edges_between(self, src: str, dst: str, kind: EdgeKind | None = None) -> list[Edge]:
+        """The edges src -> dst (of ``kind``): one lookup, whatever either node's other edges."""
+        found = self.g.get_edge_data(src, dst) or {}
+        return [d["edge"] for d in found.values() if kind is None or d["edge"].kind == kind]
+
     def out_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
         return [
             d["edge"]

@@ -246,20 +246,21 @@ def _drop_relations_from(st: NamespaceState, texts: list[str], gone: set[str], m
     named = extract_entities(texts, known=st.entities.keys())
     ids = {st.entities.get(em.name) for ments in named for em in ments} - {None}
     lowered = [t.lower() for t in texts]
-    for eid in ids | mentioned:
-        if not g.has(eid):
-            continue
-        for e in [*g.out_edges(eid, EdgeKind.RELATION), *g.in_edges(eid, EdgeKind.RELATION)]:
-            read = e.properties.get(READ_FROM)
-            if read is None:
-                if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
-                    g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
-                continue
-            left = [m for m in read if m not in gone]
-            if not left:
+    # A relation joins two entities a forgotten message named: looked up pair by pair, as a
+    # speaker's entity may hold a relation for most messages of the namespace.
+    ends = sorted(eid for eid in ids | mentioned if g.has(eid))
+    pairs = [(a, b) for a in ends for b in ends if a != b]
+    for e in [e for a, b in pairs for e in g.edges_between(a, b, EdgeKind.RELATION)]:
+        read = e.properties.get(READ_FROM)
+        if read is None:
+            if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
                 g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
-            elif len(left) < len(read):
-                g.add_edge(replace(e, properties={**e.properties, READ_FROM: left}))
+            continue
+        left = [m for m in read if m not in gone]
+        if not left:
+            g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
+        elif len(left) < len(read):
+            g.add_edge(replace(e, properties={**e.properties, READ_FROM: left}))
 
 
 def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list[str]:
