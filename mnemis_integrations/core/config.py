@@ -271,7 +271,7 @@ class FusionConfig(_Frozen):
         le=1,
         description="A fragment hit moves above an older fragment hit of its own subtopic when it states a "
         "change to it (a change cue, or other values), both hold one of the query's words, and its score is "
-        "within this share of the older one's; not when the query asks about the past. 0: off. Catches "
+        "within this share of the older one's; not when the query asks only about the past. 0: off. Catches "
         "updates the builder did not link: current state first 0.783 -> 0.819 on the scenario tune split.",
     )
     newer_first_anywhere: bool = Field(
@@ -283,9 +283,10 @@ class FusionConfig(_Frozen):
     end_state_head: int = Field(
         3,
         ge=0,
-        description="When the query asks for the end state ('in the end', 'now', 'currently', '最后') and "
-        "not about the past, the fragment hits among the first this many read newest first, each keeping "
-        "its score (a budget, which follows scores, shows the same messages). 0 or 1: off. Scenario suite "
+        description="When the query asks for the end state ('in the end', 'now', 'currently', '最后'), also "
+        "beside the past ('and what was it at first?'), the fragment hits among the first this many read "
+        "newest first, each keeping its score (a budget, which follows scores, shows the same messages). 0 "
+        "or 1: off. Scenario suite "
         "(incremental), off -> 3: current state first .821 -> .869 (tune), .824 -> .843 (holdout), budget "
         "recall unchanged, MRR .826 -> .799; 6: .881 / .863; 10: .893 / .863. A hit already placed as the "
         "newer word (a successor, a restatement) keeps its place there: MRR .797 -> .804 / .827 -> .835, "

@@ -512,6 +512,27 @@ def test_a_newer_hit_stays_where_it_ranks_unless_it_restates_the_older_with_a_ch
     assert _newer_first(ranked, scores, text, **fusion) == ranked, why
 
 
+@pytest.mark.parametrize(
+    "text, first",
+    [
+        ("How many guests at first?", "f_draft"),  # the earlier state, where it ranks
+        ("How many guests are coming now, and how many at first?", "f_final"),  # both: the end first
+        ("最后来多少客人？一开始是多少？", "f_final"),
+    ],
+)
+def test_a_question_about_the_past_that_also_asks_where_it_ended_reads_the_state_in_force_first(text, first):
+    scores = {"f_draft": 0.8, "f_final": 0.7}
+    tree = {
+        "c_party": {
+            "s_guests": {
+                "f_draft": ["Guest list draft: I count 40 guests incl. us. 客人40个"],
+                "f_final": ["With the cousins and plus-ones the guests are at 52. 客人改成52个"],
+            }
+        }
+    }
+    assert _newer_first(["f_draft", "f_final"], scores, text, tree=tree)[0] == first
+
+
 def test_a_superseded_hit_stays_behind_its_successor_which_may_move_further():
     """Plan B, linked as plan A's successor, also restates the older cost with a change: it goes
     above both, and plan A stays right behind what replaced it."""
@@ -574,8 +595,14 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Nordwind 最后选了哪个方案？", 3, ["f_quote", "c_billing", "f_kickoff", "f_signed"]),
         ("Which plan is Nordwind on now?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
-        # asks about the past, does not ask for the end state, or turned off: as ranked
-        ("Which plan did Nordwind first take in the end?", 4, ENDED),
+        # asks where it ended and where it began: the end first too
+        (
+            "Which plan is Nordwind on now, and which did it take first?",
+            4,
+            ["f_signed", "c_billing", "f_quote", "f_kickoff"],
+        ),
+        # asks about the past only, does not ask for the end state, or turned off: as ranked
+        ("Which plan did Nordwind take first?", 4, ENDED),
         ("Which plan did Nordwind take?", 4, ENDED),
         ("Which plan did Nordwind take in the end?", 0, ENDED),
     ],

@@ -454,6 +454,13 @@ _ASKS_FOR_THE_END = re.compile(
 )
 
 
+def _asks_only_about_the_past(text: str) -> bool:
+    """A question about an earlier state that does not also ask where it ended ("what was the first
+    plan?", not "what is the date now, and what was it before?": that one wants the state in force
+    read first, the earlier one after it)."""
+    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not _ASKS_FOR_THE_END.search(text)
+
+
 def _newer_first(
     q: _Query,
     ranked: list[str],
@@ -472,7 +479,7 @@ def _newer_first(
     ``superseded`` (those with a successor to show) are not moved: their link places them, after this.
     """
     margin = q.config.fusion.newer_first
-    if margin <= 0 or _ASKS_ABOUT_THE_PAST.search(q.text):
+    if margin <= 0 or _asks_only_about_the_past(q.text):
         return ranked, set()
     anywhere = q.config.fusion.newer_first_anywhere and bool(_ASKS_FOR_THE_END.search(q.text))
     st, out = q.st, list(ranked)
@@ -532,7 +539,7 @@ def _state_in_force_first(
     scores, shows the same messages of them as without the rule.
     """
     fcfg = q.config.fusion
-    if _ASKS_ABOUT_THE_PAST.search(q.text):
+    if _asks_only_about_the_past(q.text):
         return ranked, set()
     asks_end = bool(_ASKS_FOR_THE_END.search(q.text))
     head = fcfg.end_state_head if asks_end else fcfg.present_state_head
