@@ -46,6 +46,7 @@ from .state import NamespaceState
 from .storage.base import ConcurrentWriteError, Delta
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
+from .temporal import visible_successors
 from .text import lexical_terms
 from .tokens import count_tokens
 
@@ -415,7 +416,8 @@ class MnemisMemory:
         """
         namespace = self._ns(namespace)
         t0 = time.perf_counter()
-        msgs = coerce_messages(messages, self.config.limits)
+        batch_index: list[int] = []  # msgs[i] is the caller's message batch_index[i]
+        msgs = coerce_messages(messages, self.config.limits, indexes=batch_index)
         embedded: dict[str, np.ndarray] = {}  # a retry re-embeds nothing
         windows_of: dict[str, np.ndarray] = {}  # a long message's window vectors (core.passages)
         times: dict[str, float] = {}
@@ -450,12 +452,12 @@ class MnemisMemory:
             known = st.messages if st is not None else {}
             fresh: list[Message] = []
             skipped = 0
-            for m in msgs:
+            for i, m in zip(batch_index, msgs, strict=True):
                 old = known.get(m.id)
                 if old is None:
                     fresh.append(m)
                 elif not same_content(old, m):
-                    raise DuplicateMessageError(m.id)
+                    raise DuplicateMessageError(m.id, index=i)
                 else:
                     skipped += 1
             if bar is not None:  # what is stored already or was embedded by an earlier try counts as done
@@ -668,7 +670,7 @@ class MnemisMemory:
             if seen:
                 hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)][:k]
             if score_threshold is not None:
-                hits = [h for h in hits if h.score >= score_threshold]
+                hits = _above(st, hits, score_threshold)
             if max_tokens is not None:
                 # on the state the hits were ranked on, under the same lock: a copy reloaded after
                 # another writer's forget may lack a hit's node or messages
@@ -1082,6 +1084,18 @@ class MnemisMemory:
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
         relabel_parents(st, set(node_ids))
+
+
+def _above(st: NamespaceState, hits: list[MemoryHit], threshold: float) -> list[MemoryHit]:
+    """The hits scoring at least ``threshold``, each superseded one with the successors it was shown
+    with: one that does not lead it follows the ranked hits at its own, often lower, score, and a
+    superseded fact is never returned alone."""
+    kept = {h.node_id for h in hits if h.score >= threshold}
+    shown = {h.node_id for h in hits}
+    for h in hits:
+        if h.node_id in kept and h.status == Status.SUPERSEDED.value:
+            kept.update(visible_successors(st.graph, h.node_id, shown))
+    return [h for h in hits if h.node_id in kept]
 
 
 def _progress_bar(total: int, namespace: str) -> Any:

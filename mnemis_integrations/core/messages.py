@@ -217,8 +217,13 @@ def _typed(metadata: Mapping[str, Any]) -> dict[str, tuple[type, Any]]:
     return {k: (type(v), v) for k, v in metadata.items()}  # True, 1 and 1.0 are different metadata
 
 
-def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
-    """Validate every message before anything is written; the first bad one raises."""
+def coerce_messages(
+    raw: Iterable[Any], limits: LimitsConfig, *, indexes: list[int] | None = None
+) -> list[Message]:
+    """Validate every message before anything is written; the first bad one raises.
+
+    ``indexes``, when given, receives each returned message's index in ``raw``: a re-delivery
+    within the batch is dropped, so a later error names the message by where the caller put it."""
     if isinstance(raw, (str, bytes, dict)):
         raise InvalidMessageError("messages must be a list of messages, not a single " + type(raw).__name__)
     try:
@@ -274,4 +279,6 @@ def coerce_messages(raw: Iterable[Any], limits: LimitsConfig) -> list[Message]:
             continue
         seen[mid] = m
         out.append(m)
+        if indexes is not None:
+            indexes.append(i)
     return out

@@ -10,12 +10,14 @@ re-attaches orphans. Decisions (:func:`span_days`, :func:`cohesion`, :func:`plan
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from difflib import SequenceMatcher
+from itertools import combinations
 
 import numpy as np
 
+from ..builder.link import READ_FROM
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..text import normalise_name
@@ -180,15 +182,19 @@ def plan_split(
 ) -> list[list[str]]:
     """Cut one subtopic's fragments into 2..``max_parts`` focused groups.
 
-    ``by="time"`` (a sprawling subtopic) cuts the time-ordered fragments at their largest
-    silences, as few cuts as make every part span at most ``max_span_days`` (never more than
-    ``max_parts`` parts); ``by="vector"`` (a loosened subtopic) runs a deterministic 2-means.
-    Returns one group, unchanged, when there is nothing to split.
+    ``by="time"`` (a sprawling subtopic) cuts the time-ordered fragments as few times as make
+    every part span at most ``max_span_days``, at the largest silences that do (never more than
+    ``max_parts`` parts; when that many cannot, where the widest part is shortest);
+    ``by="vector"`` (a loosened subtopic) runs a deterministic 2-means. Returns one group,
+    unchanged, when there is nothing to split.
 
     >>> from datetime import datetime, timedelta, timezone
     >>> t = [datetime(2025, 3, 1, tzinfo=timezone.utc) + timedelta(days=d) for d in (0, 1, 20, 21, 40)]
     >>> plan_split(["a", "b", "c", "d", "e"], t, np.eye(5))
     [['a', 'b'], ['c', 'd'], ['e']]
+    >>> even = [datetime(2025, 3, 1, tzinfo=timezone.utc) + timedelta(days=6 * d) for d in range(8)]
+    >>> plan_split(list("abcdefgh"), even, np.eye(8))
+    [['a', 'b'], ['c', 'd', 'e'], ['f', 'g', 'h']]
     """
     if len(ids) < 2:
         return [list(ids)]
@@ -199,18 +205,38 @@ def plan_split(
     order = sorted(
         range(len(ids)), key=lambda i: (times[i] is None, times[i].timestamp() if times[i] else 0.0, ids[i])
     )
-    ts = [times[i] for i in order]
-    gaps = sorted(
-        (((ts[k + 1] - ts[k]).total_seconds() if ts[k] and ts[k + 1] else 0.0), k)
-        for k in range(len(order) - 1)
-    )
-    cuts: list[int] = []
-    for _, k in reversed(gaps):
-        cuts.append(k)
-        parts = _cut(order, sorted(cuts))
-        if len(parts) >= max_parts or all(span_days([times[i] for i in p]) <= max_span_days for p in parts):
-            break
-    return [[ids[i] for i in p] for p in _cut(order, sorted(cuts))]
+    cuts = _time_cuts([times[i] for i in order], max_span_days, max_parts)
+    return [[ids[i] for i in p] for p in _cut(order, cuts)]
+
+
+def _time_cuts(ts: list[datetime | None], max_span_days: float, max_parts: int) -> list[int]:
+    """Where to cut time-ordered ``ts`` (undated last): after each returned index.
+
+    Cutting at the largest silences one by one can leave a part as long as the whole when the
+    silences are alike (a conversation every six days): every set of cuts is weighed instead, a
+    subtopic holding few fragments.
+    """
+    dated = [t.timestamp() for t in ts if t is not None]
+
+    def span(a: int, b: int) -> float:  # days from ts[a] to ts[b], undated ones left out
+        b = min(b, len(dated) - 1)
+        return (dated[b] - dated[a]) / 86400.0 if a < b else 0.0
+
+    silence = [dated[k + 1] - dated[k] if k + 1 < len(dated) else 0.0 for k in range(len(ts) - 1)]
+
+    def widest(cuts: tuple[int, ...]) -> float:
+        return max(span(a, b) for a, b in zip((0, *(c + 1 for c in cuts)), (*cuts, len(ts) - 1), strict=True))
+
+    def silences(cuts: tuple[int, ...]) -> list[float]:
+        return sorted((silence[c] for c in cuts), reverse=True)
+
+    most = min(max_parts, len(ts)) - 1
+    for n in range(1, most + 1):
+        fits = [c for c in combinations(range(len(ts) - 1), n) if widest(c) <= max_span_days]
+        if fits:
+            return list(max(fits, key=silences))
+    options = list(combinations(range(len(ts) - 1), most))
+    return list(min(options, key=lambda c: (widest(c), [-s for s in silences(c)])))
 
 
 def _cut(order: list[int], cuts: list[int]) -> list[list[int]]:
@@ -309,14 +335,30 @@ def check_health(
     return HealthReport(graph.namespace, tuple(subs), tuple(concepts), orphans, tuple(dups))
 
 
+def _repointed(graph: MemoryGraph, e: Edge, src: str, dst: str) -> Edge:
+    """``e`` moved to ``src`` -> ``dst`` with its properties: a relation keeps the messages it was
+    read from (``READ_FROM``), by which a forget of the last of them removes it. Where the kept
+    entity holds the same relation, the merged one was read from both lists; from unknown messages
+    when either list is unknown (a relation written before they were recorded)."""
+    properties = dict(e.properties)
+    prior = graph.edge(src, dst, e.kind, e.label)
+    if prior is not None:
+        read = prior.properties.get(READ_FROM), properties.get(READ_FROM)
+        if read[0] is not None and read[1] is not None:
+            properties[READ_FROM] = list(dict.fromkeys([*read[0], *read[1]]))
+        else:
+            properties.pop(READ_FROM, None)
+    return replace(e, src=src, dst=dst, properties=properties)
+
+
 def _merge_entity(graph: MemoryGraph, keep: str, dup: str) -> None:
     k, d = graph.get(keep), graph.get(dup)
     for e in graph.in_edges(dup):
         if e.src != keep:
-            graph.add_edge(Edge(e.src, keep, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+            graph.add_edge(_repointed(graph, e, e.src, keep))
     for e in graph.out_edges(dup):
         if e.dst != keep:
-            graph.add_edge(Edge(keep, e.dst, e.kind, label=e.label, weight=e.weight, created_at=e.created_at))
+            graph.add_edge(_repointed(graph, e, keep, e.dst))
     k.aliases = list(dict.fromkeys(k.aliases + [d.label] + d.aliases))
     graph.remove_node(dup)
 
@@ -379,8 +421,14 @@ def rebalance_graph(
                 graph.remove_edge(m.id, sub.id, EdgeKind.BELONGS_TO)
                 graph.add_edge(Edge(m.id, nid, EdgeKind.BELONGS_TO, created_at=m.created_at))
             created.append(nid)
+        # The subtopic kept tells of the fragments left under it, as the builder's parents do: its
+        # summary, its span (a hit's time, recency) and, given a labeller, its label.
+        kept = _live_children(graph, sub.id, NodeKind.FRAGMENT)
+        sub.summary = "; ".join(m.summary for m in kept[-3:])
+        sub.created_at = min((m.created_at for m in kept if m.created_at), default=sub.created_at)
+        sub.event_time = max((m.event_time for m in kept if m.event_time), default=sub.event_time)
         if label:
-            sub.label = label(_live_children(graph, sub.id, NodeKind.FRAGMENT))
+            sub.label = label(kept)
     merged = []
     for keep, dup in report.duplicate_entities:
         if graph.has(keep) and graph.has(dup):

@@ -164,6 +164,7 @@ class _Ranking:
     supplemented: list[str]  # topped up from the semantic backup to reach min_results
     moved: set[str]  # successors placed next to the superseded hit they replace
     lifted: set[str] = field(default_factory=set)  # newer hits placed before an older hit they restate
+    attached: set[str] = field(default_factory=set)  # successors shown after the hits, unranked themselves
 
 
 def dual_path_search(
@@ -651,7 +652,9 @@ def _place_successors(
             or _replaced_best_match(q, old, message_scores)
         )
 
+    before = set(ranked)
     ranked, moved = place_successors(ranked, successors, leads)
+    attached = {nid for nid in ranked if nid not in before and nid not in moved}
 
     # A hit placed by rule before one that outscored it (a successor before the hit it replaces, a
     # newer statement before the older one) is shown with that hit: it takes the hit's score when its
@@ -669,7 +672,7 @@ def _place_successors(
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
-    return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest)
+    return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest, attached)
 
 
 def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
@@ -745,7 +748,7 @@ def _via(
         via.append(Via.FALLBACK)
     if nid in ranking.supplemented:
         via.append(Via.SUPPLEMENT)
-    if nid in ranking.moved:
+    if nid in ranking.moved or nid in ranking.attached:
         via.append(Via.SUCCESSOR)
     elif nid in ranking.lifted:
         via.append(Via.NEWER)

@@ -251,13 +251,20 @@ class SQLiteStore:
                 ).fetchall()
             finally:
                 self._conn.execute("COMMIT")
-        messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, md in msgs]
-        keys, arr, passages = split_rows([(k, np.frombuffer(b, dtype=np.float32)) for k, b in vecs], dim)
-        graph = {
-            "namespace": namespace,
-            "nodes": [json.loads(r[0]) for r in nodes],
-            "edges": [json.loads(r[0]) for r in edges],
-        }
+        try:
+            messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, md in msgs]
+            keys, arr, passages = split_rows([(k, np.frombuffer(b, dtype=np.float32)) for k, b in vecs], dim)
+            graph = {
+                "namespace": namespace,
+                "nodes": [json.loads(r[0]) for r in nodes],
+                "edges": [json.loads(r[0]) for r in edges],
+            }
+        except (ValueError, KeyError, TypeError) as e:
+            # SQLite checks its pages, not what a row holds: a changed byte inside a row's JSON
+            # or vector reads back as it is, and is a damaged file all the same
+            raise StoreError(
+                f"memory store {self.path!r} is damaged: a row of namespace {namespace!r} is unreadable ({e})"
+            ) from e
         return StoredNamespace(graph, messages, keys, arr, int(row[0]), passages)
 
     # Upserts keep a row's rowid, so rows read back in the order their elements were first made.
