@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import threading
 import time
@@ -97,6 +98,15 @@ def _check_config(config: Any) -> MemoryConfig:
             f"not {type(config).__name__}"
         )
     return config
+
+
+def _check_span(max_span_days: Any) -> None:
+    if (
+        isinstance(max_span_days, bool)
+        or not isinstance(max_span_days, (int, float))
+        or not (0 < max_span_days < math.inf)
+    ):
+        raise InvalidQueryError(f"max_span_days must be a positive number of days, got {max_span_days!r}")
 
 
 def _check_budget(max_tokens: Any) -> None:
@@ -708,7 +718,10 @@ class MnemisMemory:
             InvalidQueryError: ``max_tokens`` is not a positive integer.
         """
         _check_budget(max_tokens)
-        return self._fit(hits, max_tokens, config or self.config, query, {})
+        items = [] if isinstance(hits, (str, bytes)) else _iterable(hits)
+        if not items and hits or not all(isinstance(h, MemoryHit) for h in items):
+            raise InvalidQueryError("hits must be a sequence of the MemoryHit objects a search returned")
+        return self._fit(items, max_tokens, config or self.config, query, {})
 
     def _fit(
         self,
@@ -954,7 +967,8 @@ class MnemisMemory:
         from .maintenance.compaction import uncompact_graph
 
         namespace = self._ns(namespace)
-        return self._apply(namespace, lambda st: uncompact_graph(st.graph, overview_ids))
+        wanted = _message_ids(overview_ids) if overview_ids is not None else None
+        return self._apply(namespace, lambda st: uncompact_graph(st.graph, wanted))
 
     def _vectors_of(self, st: NamespaceState):
         """Node vectors for health and rebalance, as placement compares them (its thresholds)."""
@@ -974,6 +988,7 @@ class MnemisMemory:
         """Diagnose a namespace: sprawling or loosened subtopics, oversized concepts, orphan
         fragments, duplicate entities. Reads only. See :mod:`~mnemis_integrations.core.maintenance.health`."""
         namespace = self._ns(namespace)
+        _check_span(max_span_days)
         with self._lock(namespace):
             return self._health_of(self._state(namespace), max_span_days)
 
@@ -1000,6 +1015,7 @@ class MnemisMemory:
         from .maintenance.health import rebalance_graph
 
         namespace = self._ns(namespace)
+        _check_span(max_span_days)
 
         def change(st: NamespaceState) -> RebalanceReport:
             return rebalance_graph(
@@ -1106,6 +1122,13 @@ def _progress_bar(total: int, namespace: str) -> Any:
 
 def _snapshot(graph: MemoryGraph) -> dict[str, dict]:
     return {n.id: n.to_dict() for n in graph.nodes()}
+
+
+def _iterable(value: Any) -> list[Any]:
+    try:
+        return list(value)
+    except TypeError:
+        return [value]
 
 
 def _message_ids(message_ids: Any) -> list[str]:

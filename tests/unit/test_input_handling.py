@@ -172,3 +172,18 @@ def test_as_of_across_a_dst_fall_back_answers_the_same_before_and_after_reopenin
     with MnemisMemory(path=db, embedder=HashingEmbedder()) as mem:
         reopened = mem.search("refund", namespace="u", as_of=as_of)
     assert fresh == reopened == []
+
+
+@pytest.mark.parametrize("call", ["uncompact", "fit_to_budget", "health", "rebalance"])
+def test_maintenance_and_fitting_arguments_of_the_wrong_type_are_invalid_query_errors(mem, call):
+    from mnemis_integrations import InvalidQueryError
+
+    with pytest.raises(InvalidQueryError):
+        if call == "uncompact":
+            mem.uncompact(namespace="u", overview_ids=5)
+        elif call == "fit_to_budget":
+            mem.fit_to_budget(5, 10)
+        else:
+            getattr(mem, call)(namespace="u", max_span_days=float("nan"))
+    hits = mem.search("refund", namespace="u")
+    assert mem.fit_to_budget(iter(hits), 500) == mem.fit_to_budget(hits, 500)  # any iterable of hits
