@@ -56,6 +56,7 @@ __all__ = [
     "node_view",
     "orphaned_extractions",
     "own_properties",
+    "refuse_nul",
     "public_properties",
     "relation_label",
     "relation_properties",
@@ -302,6 +303,20 @@ def llama_id(node: Node) -> str:
         'f1'
     """
     return node.label.replace('"', " ") if node.kind == NodeKind.ENTITY else node.id
+
+
+def refuse_nul(what: str, value: str) -> None:
+    """A name, id or label becomes a node's or edge's key in every store; a NUL in it is stored by
+    some and refused by others (FalkorDB cuts a query at it), so none takes it.
+
+    Examples:
+        >>> refuse_nul("entity name", "Ac" + chr(0) + "me")
+        Traceback (most recent call last):
+        ...
+        ValueError: entity name 'Ac\\x00me' holds a NUL character
+    """
+    if chr(0) in value:
+        raise ValueError(f"{what} {value!r} holds a NUL character")
 
 
 def entity_node_id(name: str) -> str:

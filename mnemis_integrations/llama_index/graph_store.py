@@ -58,6 +58,7 @@ from ._convert import (
     node_view,
     orphaned_extractions,
     own_properties,
+    refuse_nul,
     relation_label,
     relation_properties,
     short_label,
@@ -321,6 +322,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         caller's own, none read as a node field."""
         if not nodes:
             return
+        for lnode in nodes:
+            refuse_nul("node id", lnode.id)
+            refuse_nul("node label", lnode.label)
 
         def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)
@@ -384,6 +388,13 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """
         if not relations:
             return
+        for rel in relations:
+            for what, value in (
+                ("relation label", rel.label),
+                ("source id", rel.source_id),
+                ("target id", rel.target_id),
+            ):
+                refuse_nul(what, value)
 
         def change(g: MemoryGraph) -> None:
             index = self._by_llama_id(g)

@@ -249,9 +249,16 @@ class FalkorDBStore:
             self.set_meta("format_version", FORMAT_VERSION)
         elif version in _UPGRADES:
             logger.info("upgrading FalkorDB memory at %r from format %s to %s", url, version, FORMAT_VERSION)
+            top = 0
             for ns in self.namespaces():
                 for query in _UPGRADES[version]:
                     self._db.select_graph(_PREFIX + ns).query(query)
+                top = max(top, self.version(ns))
+            # Format 1 counted each namespace's version on its own: the store-wide sequence starts
+            # above every version an old copy may hold, or a next write would take a version back.
+            behind = top - int(self._db.connection.get(_SEQ_KEY) or 0)
+            if behind > 0:
+                self._db.connection.incrby(_SEQ_KEY, behind)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(
@@ -324,13 +331,21 @@ class FalkorDBStore:
             if before == 0:
                 return None
             g = self._db.select_graph(_PREFIX + namespace)
-            nodes = [json.loads(r[0]) for r in g.ro_query(_Q_NODES).result_set]
-            edges = [json.loads(r[0]) for r in g.ro_query(_Q_EDGES).result_set]
+            nodes = g.ro_query(_Q_NODES).result_set
+            edges = g.ro_query(_Q_EDGES).result_set
             rows = g.ro_query(_Q_MESSAGES).result_set
             if self.version(namespace) == before:
                 break
-        messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, _, md in rows]
-        keys, arr, passages = split_rows([(r[0], _vec_in(r[5])) for r in rows], dim)
+        try:
+            nodes = [json.loads(r[0]) for r in nodes]
+            edges = [json.loads(r[0]) for r in edges]
+            messages = [message_from_row(i, s, t, ts, q, md) for i, s, t, ts, q, _, md in rows]
+            keys, arr, passages = split_rows([(r[0], _vec_in(r[5])) for r in rows], dim)
+        except (ValueError, KeyError, TypeError) as e:  # binascii.Error is a ValueError
+            # the server keeps what it was given: a value changed on it reads back as it is
+            raise StoreError(
+                f"FalkorDB at {self.url!r}: a value of namespace {namespace!r} is unreadable ({e})"
+            ) from e
         return StoredNamespace(
             {"namespace": namespace, "nodes": nodes, "edges": edges}, messages, keys, arr, before, passages
         )
@@ -428,17 +443,26 @@ class FalkorDBStore:
                 self._meta_known[key] = value
         new = int(self._db.connection.incr(_SEQ_KEY))
         params = self._params(delta, new) | {"expected": expected_version, "new": new}
-        if not self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]:
-            # Refused because another writer removed the namespace: the query (and its indexes)
-            # made an empty graph again, which would be listed as a namespace; remove it unless a
-            # writer has given it a version meanwhile.
-            if self.version(namespace) == 0:
-                with contextlib.suppress(ConcurrentWriteError):
-                    self.delete(namespace, 0)
+        try:
+            written = self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]
+        except Exception:
+            self._drop_if_empty(namespace)
+            raise
+        if not written:
+            self._drop_if_empty(namespace)
             raise ConcurrentWriteError(
                 f"namespace {namespace!r} was written by another writer since version {expected_version}"
             )
         return new
+
+    def _drop_if_empty(self, namespace: str) -> None:
+        """After a write that did not happen (refused because another writer removed the namespace,
+        or failed on the server): the query and its indexes made an empty graph, which would be
+        listed as a namespace; remove it unless a writer has given it a version meanwhile. Best
+        effort: the write's own error is the one the caller hears."""
+        with contextlib.suppress(StoreError):
+            if self.version(namespace) == 0:
+                self.delete(namespace, 0)
 
     @_typed
     def delete(self, namespace: str, expected_version: int | None = None) -> None:
