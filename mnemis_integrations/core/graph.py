@@ -83,7 +83,7 @@ class MemoryGraph:
             nodes=[g._node[n]["node"] for n in self._changed if n in g],
             removed_nodes=sorted(n for n in self._removed if n not in g),
             edges=[e for k, e in self._added_edges.items() if g.has_edge(*k)],
-            removed_edges=sorted(k for k in self._removed_edges if not g.has_edge(*k)),
+            removed_edges=sorted(self._removed_edges),
         )
         self.discard_changes()
         return out
@@ -139,8 +139,10 @@ class MemoryGraph:
                 raise NodeNotFoundError(end)
         k = edge_key(edge)
         self.g.add_edge(edge.src, edge.dst, key=k[2], edge=edge)
+        # An edge taken out and put back (a fragment placed again) now comes after the others: it
+        # stays among the removed, so a store deletes its row and makes it again, in that place too,
+        # and a reopened graph lists a parent's children in the order this one does.
         self._added_edges[k] = edge
-        self._removed_edges.discard(k)
 
     def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
         key = _kind_key(kind, label)

@@ -24,12 +24,21 @@ if TYPE_CHECKING:
 
 __all__ = ["PARENT_KINDS", "BuildIndex", "full_group", "time_key"]
 
-TimeKey = tuple[bool, float, str]
+TimeKey = tuple[bool, float, int, str]
 
 
-def time_key(when, node_id: str) -> TimeKey:
-    """Sort key of a node by a time, latest last; a node without that time sorts after every dated one."""
-    return (when is None, when.timestamp() if when is not None else 0.0, node_id)
+def time_key(when, node_id: str, seq: int = 0) -> TimeKey:
+    """Sort key of a node by a time, latest last; a node without that time sorts after every dated one,
+    and nodes of one time by ``seq``, then id."""
+    return (when is None, when.timestamp() if when is not None else 0.0, seq, node_id)
+
+
+def fragment_key(st: NamespaceState, node: Node) -> TimeKey:
+    """A fragment's place in the open timeline: its event time, then the arrival of its latest message,
+    so that two fragments ending in one minute read in the order they were told (not by id: a stream
+    would then continue the wrong one), then its id."""
+    seq = max((st.messages[m].seq for m in node.source_ids if m in st.messages), default=0)
+    return time_key(node.event_time, node.id, seq)
 
 
 PARENT_KINDS = (NodeKind.SUBTOPIC, NodeKind.CONCEPT)
@@ -122,7 +131,7 @@ class BuildIndex:
                 if n.status == Status.ACTIVE:
                     self.active.add(n.id)
                 if _is_open(n):
-                    self._timeline.append(time_key(n.event_time, n.id))
+                    self._timeline.append(fragment_key(st, n))
                 for mid in n.source_ids:
                     if st.msg_fragment.get(mid) != n.id:
                         self._extra_holders.setdefault(mid, []).append(n.id)
@@ -170,14 +179,14 @@ class BuildIndex:
         g, line = st.graph, self._timeline
         while line:
             key = line[-1]
-            fid = key[2]
+            fid = key[-1]
             node = g.get(fid) if g.has(fid) else None
             if node is None or self._tail_key.get(fid) != key or not _is_open(node):
                 line.pop()  # gone, moved, superseded or archived: a later write re-enters it if needed
                 if self._tail_key.get(fid) == key:
                     del self._tail_key[fid]
                 continue
-            now = time_key(node.event_time, fid)
+            now = fragment_key(st, node)
             if now != key:  # its time changed behind the builder's back: file it where it belongs
                 self._file(fid, now)
                 continue
@@ -202,16 +211,14 @@ class BuildIndex:
         """The open fragments' timeline, alone when the whole index is not built yet."""
         if self._built or self._timeline_built:
             return
-        self._set_timeline(
-            [time_key(n.event_time, n.id) for n in st.graph.nodes(NodeKind.FRAGMENT) if _is_open(n)]
-        )
+        self._set_timeline([fragment_key(st, n) for n in st.graph.nodes(NodeKind.FRAGMENT) if _is_open(n)])
         self._timeline_built = True
 
     def _set_timeline(self, keys: list[TimeKey]) -> None:
         """The open fragments' time keys, sorted, and each fragment's key."""
         keys.sort()
         self._timeline = keys
-        self._tail_key = {k[2]: k for k in keys}
+        self._tail_key = {k[-1]: k for k in keys}
 
     def _unfollowed_write(self) -> None:
         """A write the index does not follow: a timeline built alone (for a search) is now stale. The
@@ -228,7 +235,7 @@ class BuildIndex:
         if key is None or not g.has(fragment_id) or not _is_open(g.get(fragment_id)):
             return None
         for i in range(bisect.bisect_right(line, key), len(line)):
-            fid = line[i][2]
+            fid = line[i][-1]
             node = g.get(fid) if g.has(fid) else None
             if node is not None and self._tail_key.get(fid) == line[i] and _is_open(node):
                 return fid
@@ -243,7 +250,7 @@ class BuildIndex:
             self.fragments += 1
             if node.status == Status.ACTIVE:
                 self.active.add(node.id)
-        self._file(node.id, time_key(node.event_time, node.id) if _is_open(node) else None)
+        self._file(node.id, fragment_key(st, node) if _is_open(node) else None)
 
     # ------------------------------------------------------------------ fragments
     def fragment_count(self, st: NamespaceState) -> int:
@@ -269,7 +276,7 @@ class BuildIndex:
             if node is not None and _is_open(node):
                 # reopened (a forget took its successor): open_tail may have dropped its entry
                 # while it was closed, so it is filed again unless it is still in place
-                self._file(nid, time_key(node.event_time, nid))
+                self._file(nid, fragment_key(st, node))
 
     def child_count(self, st: NamespaceState, parent_id: str) -> int:
         """``st.child_count(parent_id)``, counted once and then kept by :meth:`child_added`: placement
@@ -438,7 +445,7 @@ class BuildIndex:
                     self._add_mention(eid, new)
             if node.status == Status.ACTIVE:
                 self.active.add(new)
-            self._file(new, time_key(node.event_time, new) if _is_open(node) else None)
+            self._file(new, fragment_key(st, node) if _is_open(node) else None)
             if new != old:
                 for mid in node.source_ids:
                     holders = self._extra_holders.get(mid)
