@@ -111,8 +111,10 @@ def format_documents(
 
 def value_digest(value: Mapping[str, Any]) -> str:
     """A short, stable digest of a stored value (canonical JSON, sha256, 12 hex digits)."""
-    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]
+    # A first dump makes every key a string, so sort_keys can order a value with keys of mixed types.
+    plain = json.loads(json.dumps(value, default=str))
+    canonical = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def store_message_id(key: str, value: Mapping[str, Any], text: str) -> str:
@@ -128,7 +130,7 @@ def store_message_id(key: str, value: Mapping[str, Any], text: str) -> str:
         >>> store_message_id("k1", {"text": "hi"}, "hi") == store_message_id("k1", {"text": "bye"}, "bye")
         False
     """
-    text_digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+    text_digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     return f"{key}#{value_digest(value)}:{text_digest}"
 
 

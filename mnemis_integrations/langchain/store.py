@@ -71,7 +71,7 @@ from langgraph.store.memory import InMemoryStore
 from ..core import recipes
 from ..core.config import MemoryConfig
 from ..core.engine import MnemisMemory
-from ..core.messages import utc_now
+from ..core.messages import coerce_messages, utc_now
 from ..core.retrieval.results import MemoryHit
 from ..errors import ConfigError, NamespaceNotFoundError
 from ._convert import (
@@ -312,7 +312,11 @@ class MnemisStore(BaseStore):
                 plain.append(i)
             else:
                 raise ValueError(f"unknown store operation {type(op).__name__}")
-        return _Plan(ops, [None] * len(ops), plain, recalls, puts, self._writes_for(puts))
+        writes = self._writes_for(puts)
+        for ns_writes in writes.values():
+            # The memory would refuse a message only after earlier namespaces were written.
+            coerce_messages(ns_writes.messages, self.memory.config.limits)
+        return _Plan(ops, [None] * len(ops), plain, recalls, puts, writes)
 
     def _writes_for(self, puts: list[PutOp]) -> dict[str, _NamespaceWrites]:
         # The last put of a key in a batch wins, as in LangGraph's own stores.
