@@ -45,6 +45,10 @@ REMEMBER_DESCRIPTION = (
     "you to keep), as a self-contained sentence. It can be recalled in later conversations."
 )
 NO_RECALL = "No relevant memories found."
+# Unanchored, as in JSON Schema: some non-space character. A blank query or fact then fails argument
+# validation, which the agent's ToolNode hands back to the model; the memory's own
+# InvalidQueryError/InvalidMessageError would end the whole agent run instead.
+_NOT_BLANK = r"\S"
 
 NamespaceSource = str | Callable[[RunnableConfig], str] | None
 
@@ -52,14 +56,14 @@ NamespaceSource = str | Callable[[RunnableConfig], str] | None
 class RecallInput(BaseModel):
     """What the model sends to the recall tool."""
 
-    query: str = Field(description="what to look up in long-term memory, in a few words")
+    query: str = Field(pattern=_NOT_BLANK, description="what to look up in long-term memory, in a few words")
 
 
 class RememberInput(BaseModel):
     """What the model sends to the remember tool."""
 
     content: str = Field(
-        min_length=1, description="the fact to remember, one self-contained sentence (who, what, when)"
+        pattern=_NOT_BLANK, description="the fact to remember, one self-contained sentence (who, what, when)"
     )
 
 
