@@ -16,6 +16,7 @@ __all__ = [
     "jieba_tagger",
     "keyword_terms",
     "lexical_terms",
+    "names",
     "normalise_name",
     "query_terms",
     "tokenize",
@@ -346,6 +347,15 @@ STOPWORDS = frozenset(
 
 def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
+
+
+def names(text: str, name: str) -> bool:
+    """Does ``text`` hold ``name`` as a whole word (case aside)?
+
+    >>> names("Rex goes to Elm Street", "elm street"), names("Rexford", "Rex")
+    (True, False)
+    """
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def tokenize(text: str) -> list[str]:

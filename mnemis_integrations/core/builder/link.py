@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..changes import has_change_cue
 from ..model import Edge, EdgeKind, Message, Node, NodeKind
-from ..text import STOPWORDS, normalise_name
+from ..text import STOPWORDS, names, normalise_name
 from .entities import EntityMention
 from .steps import BuildReport
 
@@ -149,12 +149,8 @@ def link_model_relations(st: NamespaceState, frag: Node, relations: Sequence[Rel
         a, b = st.entities.get(r.source), st.entities.get(r.target)
         if a and b and a != b:
             label = "_".join(r.relation.lower().split()[:3])
-            both = [m.id for m in msgs if _names(m.text, r.source) and _names(m.text, r.target)]
+            both = [m.id for m in msgs if names(m.text, r.source) and names(m.text, r.target)]
             _add_relation(st, a, b, label, frag.event_time, both or [m.id for m in msgs])
-
-
-def _names(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
 
 
 def _add_relation(

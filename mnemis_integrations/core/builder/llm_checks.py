@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import normalise_name
+from ..text import names, normalise_name
 from .prompts import AbstractAnswer, EntitiesAnswer, SegmentAnswer, SummariseAnswer, UpdatesAnswer
 
 __all__ = [
@@ -105,10 +105,6 @@ def _first_per_fragment(entries: list[E], fragments: list[int], what: str) -> tu
     return seen, errors
 
 
-def _found(name: str, text: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
-
-
 def check_entities(ans: EntitiesAnswer, texts: dict[int, str]) -> tuple[EntitiesAnswer, list[str], bool]:
     """Keep only grounded names that pass the granularity rule; fix fragment lists from the text.
 
@@ -126,7 +122,7 @@ def check_entities(ans: EntitiesAnswer, texts: dict[int, str]) -> tuple[Entities
     for e in ans.entities:
         name = " ".join(e.name.split()).strip(" .,;:!?\"'")
         key = normalise_name(name)
-        where = [f for f, t in texts.items() if name and _found(name, t)]
+        where = [f for f, t in texts.items() if name and names(t, name)]
         if not key or key in _ROLE_NAMES or len(name.split()) > 5 or not where or key in kept:
             fixed = True
             continue
