@@ -34,6 +34,7 @@ __all__ = [
     "message_from_row",
     "native_errors_as_store_errors",
     "refuse_another_embedder",
+    "refuse_stale_copy",
     "split_rows",
     "vector_rows",
 ]
@@ -68,6 +69,15 @@ def native_errors_as_store_errors(
         return wrapper
 
     return decorate
+
+
+def refuse_stale_copy(namespace: str, current: int, expected: int) -> None:
+    """Refuse a write or a removal made from a copy read at version ``expected``: the namespace is
+    at ``current`` now."""
+    if current != expected:
+        raise ConcurrentWriteError(
+            f"namespace {namespace!r} was written by another writer (version {current}, this copy {expected})"
+        )
 
 
 def refuse_another_embedder(stored: str | None, meta: dict[str, str] | None) -> None:

@@ -458,11 +458,11 @@ class FalkorDBStore:
     def _drop_if_empty(self, namespace: str) -> None:
         """After a write that did not happen (refused because another writer removed the namespace,
         or failed on the server): the query and its indexes made an empty graph, which would be
-        listed as a namespace; remove it unless a writer has given it a version meanwhile. Best
-        effort: the write's own error is the one the caller hears."""
+        listed as a namespace; remove it unless a writer has given it a version meanwhile (the
+        conditional removal refuses then). Best effort: the write's own error is the one the caller
+        hears."""
         with contextlib.suppress(StoreError):
-            if self.version(namespace) == 0:
-                self.delete(namespace, 0)
+            self.delete(namespace, 0)
 
     @_typed
     def delete(self, namespace: str, expected_version: int | None = None) -> None:

@@ -15,10 +15,10 @@ import numpy as np
 from ..graph import edge_key
 from ..model import Message
 from .base import (
-    ConcurrentWriteError,
     Delta,
     StoredNamespace,
     refuse_another_embedder,
+    refuse_stale_copy,
     split_rows,
     vector_rows,
 )
@@ -90,7 +90,7 @@ class InMemoryStore:
         edges = [(edge_key(e), json.dumps(e.to_dict())) for e in g.edges]
         rows = [(m.detached(), r) for m, r in vector_rows(delta)]
         with self._lock:
-            self._check(namespace, expected_version)
+            refuse_stale_copy(namespace, self.version(namespace), expected_version)
             refuse_another_embedder(self._meta.get("embedder_id"), meta)
             self._seq += 1
             ns = self._ns.get(namespace) or _Namespace(self._seq)
@@ -111,18 +111,10 @@ class InMemoryStore:
             self._ns[namespace] = ns
             return ns.version
 
-    def _check(self, namespace: str, expected_version: int) -> None:
-        current = self.version(namespace)
-        if current != expected_version:
-            raise ConcurrentWriteError(
-                f"namespace {namespace!r} was written by another writer "
-                f"(version {current}, this copy {expected_version})"
-            )
-
     def delete(self, namespace: str, expected_version: int | None = None) -> None:
         with self._lock:
             if expected_version is not None:
-                self._check(namespace, expected_version)
+                refuse_stale_copy(namespace, self.version(namespace), expected_version)
             self._ns.pop(namespace, None)
 
     def purge(self) -> None:

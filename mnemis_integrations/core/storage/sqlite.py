@@ -27,12 +27,12 @@ from ...errors import StoreError
 from ..graph import edge_key
 from ..model import Edge
 from .base import (
-    ConcurrentWriteError,
     Delta,
     StoredNamespace,
     message_from_row,
     native_errors_as_store_errors,
     refuse_another_embedder,
+    refuse_stale_copy,
     split_rows,
     vector_rows,
 )
@@ -210,13 +210,8 @@ class SQLiteStore:
 
     def _next_version(self, namespace: str, expected: int) -> int:
         """Inside a write transaction: check ``expected``, then give the namespace the next sequence value."""
-        row = self._conn.execute("SELECT version FROM versions WHERE namespace = ?", (namespace,)).fetchone()
-        current = int(row[0]) if row else 0
-        if current != expected:
-            raise ConcurrentWriteError(
-                f"namespace {namespace!r} was written by another writer "
-                f"(version {current}, this copy {expected})"
-            )
+        current = self.version(namespace)  # the lock is re-entered: read inside this transaction
+        refuse_stale_copy(namespace, current, expected)
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'write_seq'").fetchone()
         new = max(int(row[0]) if row else 0, current) + 1
         self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('write_seq', ?)", (str(new),))
@@ -340,15 +335,7 @@ class SQLiteStore:
         With ``expected_version``, only if the namespace is still at it (else ``ConcurrentWriteError``)."""
         with self._transaction():
             if expected_version is not None:
-                row = self._conn.execute(
-                    "SELECT version FROM versions WHERE namespace = ?", (namespace,)
-                ).fetchone()
-                current = int(row[0]) if row else 0
-                if current != expected_version:
-                    raise ConcurrentWriteError(
-                        f"namespace {namespace!r} was written by another writer "
-                        f"(version {current}, this copy {expected_version})"
-                    )
+                refuse_stale_copy(namespace, self.version(namespace), expected_version)
             for table in ("messages", "vectors", "nodes", "edges", "versions"):
                 self._conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (namespace,))
 
