@@ -718,10 +718,7 @@ class MnemisMemory:
             InvalidQueryError: ``max_tokens`` is not a positive integer.
         """
         _check_budget(max_tokens)
-        items = [] if isinstance(hits, (str, bytes)) else _iterable(hits)
-        if not items and hits or not all(isinstance(h, MemoryHit) for h in items):
-            raise InvalidQueryError("hits must be a sequence of the MemoryHit objects a search returned")
-        return self._fit(items, max_tokens, config or self.config, query, {})
+        return self._fit(_hits_of(hits), max_tokens, config or self.config, query, {})
 
     def _fit(
         self,
@@ -1124,11 +1121,15 @@ def _snapshot(graph: MemoryGraph) -> dict[str, dict]:
     return {n.id: n.to_dict() for n in graph.nodes()}
 
 
-def _iterable(value: Any) -> list[Any]:
+def _hits_of(hits: Any) -> list[MemoryHit]:
+    """``hits`` read once into a list, refused unless it is an iterable of hits."""
     try:
-        return list(value)
+        items = list(hits)  # a string reads as characters, which are no hits
     except TypeError:
-        return [value]
+        items = [hits]
+    if not all(isinstance(h, MemoryHit) for h in items):
+        raise InvalidQueryError("hits must be a sequence of the MemoryHit objects a search returned")
+    return items
 
 
 def _message_ids(message_ids: Any) -> list[str]:
