@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,8 +41,14 @@ class MnemisMemoryMiddleware(AgentMiddleware):
     agent state is not changed. The recall runs as a :class:`MnemisRetriever`, so callbacks and
     tracers see it as a retriever run (``on_retriever_start`` / ``on_retriever_end``) inside the
     model call. After the agent finishes, it ingests the turn (the latest user
-    message and the assistant's text replies) into the memory. Message ids make this idempotent:
-    a message saved twice is stored once.
+    message and the assistant's text replies) into the memory. A saved message's id comes from
+    the run's ``thread_id``, its role, its text and how often that role said that text before in
+    the conversation, not from its LangChain id, which LangGraph makes up anew on every run for a
+    message sent without one: a turn retried, or a history re-sent by a client without a
+    checkpointer, is stored once and known as the window. Give such a client's runs a
+    ``thread_id`` (``config={"configurable": {"thread_id": ...}}``) to keep two conversations that
+    open with the same words apart. The system message it appends to keeps its other fields
+    (``additional_kwargs`` such as a ``cache_control`` block, ``name``, ``id``).
 
     Several instances can serve one agent (a user's memory and a team's): each is named after its
     namespace (``MnemisMemoryMiddleware[team-{team_id}]``), which ``create_agent`` needs unique;
@@ -160,12 +167,12 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         return None
 
     def _turn_records(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
-        turn = messages[last_turn([m.type for m in messages]) :]
+        start = last_turn([m.type for m in messages])
         now = self.clock()
         return [
-            message_record(message_id=_message_id(m), role=m.type, text=m.text, timestamp=now)
-            for m in turn
-            if m.type in ("human", "ai") and m.text.strip()
+            message_record(message_id=mid, role=m.type, text=m.text, timestamp=now)
+            for m, mid in zip(messages[start:], _message_ids(messages)[start:], strict=True)
+            if mid is not None
         ]
 
     def _ns(self, runtime: Runtime | None) -> dict[str, str]:
@@ -211,18 +218,39 @@ def _append_to_system(system: SystemMessage | None, block: str) -> SystemMessage
     if system is None:
         return SystemMessage(content=block)
     if isinstance(system.content, str):
-        return SystemMessage(content=f"{system.content}\n\n{block}" if system.content else block)
-    return SystemMessage(content=[*system.content, {"type": "text", "text": block}])
+        content: str | list[str | dict] = f"{system.content}\n\n{block}" if system.content else block
+    else:
+        content = [*system.content, {"type": "text", "text": block}]
+    # A copy, not a new message: a provider reads more than the text (an Anthropic cache_control
+    # block in a part or in additional_kwargs), and the name and id stay the caller's.
+    return system.model_copy(update={"content": content})
 
 
 def _in_window(messages: Sequence[BaseMessage]) -> set[str]:
     """Ids, as saved turns get them, of the messages the model sees anyway: recalling a memory made
-    only of them would repeat the conversation into the prompt."""
-    return {_message_id(m) for m in messages if m.type in ("human", "ai") and m.text.strip()}
+    only of them would repeat the conversation into the prompt. Their own ids too, which turns
+    saved by earlier versions carry."""
+    pairs = [(m, mid) for m, mid in zip(messages, _message_ids(messages), strict=True) if mid is not None]
+    return {mid for _, mid in pairs} | {str(m.id) for m, _ in pairs if m.id}
 
 
-def _message_id(m: BaseMessage) -> str:
-    # Agent state gives every message an id; a message without one gets an id from its content.
-    if m.id:
-        return str(m.id)
-    return f"{m.type}-{hashlib.sha256(m.text.encode('utf-8')).hexdigest()[:16]}"
+def _message_ids(messages: Sequence[BaseMessage]) -> list[str | None]:
+    """The Mnemis id of each message a turn saves (user and assistant text), ``None`` for the rest.
+
+    Made from the run's thread, the role, the text and how often that role said that text before
+    in the conversation, not from the message's own id: LangGraph gives a message that arrives
+    without one a new id on every run, so the history a client without a checkpointer re-sends
+    would be new messages each time (saved again, and not known as the window). A retried turn is
+    stored once; the same words said again later in the conversation are a new message.
+    """
+    thread = str(_configurable().get("thread_id", ""))
+    said: Counter[tuple[str, str]] = Counter()
+    out: list[str | None] = []
+    for m in messages:
+        if m.type not in ("human", "ai") or not m.text.strip():
+            out.append(None)
+            continue
+        said[m.type, m.text] += 1
+        key = "\x1f".join((thread, m.type, str(said[m.type, m.text]), m.text))
+        out.append(f"{m.type}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:16]}")
+    return out
