@@ -86,9 +86,25 @@ def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:
     return bool(sources) and sources <= seen
 
 
+def check_count(name: str, value: Any, most: int | None = None) -> None:
+    """Refuse ``value`` unless it is an integer from 1 to ``most`` (no bound: ``None``); a bool is not.
+    Adapters check their own counts with it when built, so that the error names their argument.
+
+    Raises:
+        InvalidQueryError: ``value`` is not such an integer.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < 1
+        or (most is not None and value > most)
+    ):
+        bound = "a positive integer" if most is None else f"an integer in [1, {most}]"
+        raise InvalidQueryError(f"{name} must be {bound}, got {value!r}")
+
+
 def _check_k(k: Any, cfg: MemoryConfig) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > cfg.limits.max_k:
-        raise InvalidQueryError(f"k must be an integer in [1, {cfg.limits.max_k}], got {k!r}")
+    check_count("k", k, cfg.limits.max_k)
 
 
 def _check_config(config: Any) -> MemoryConfig:
@@ -110,8 +126,7 @@ def _check_span(max_span_days: Any) -> None:
 
 
 def _check_budget(max_tokens: Any) -> None:
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise InvalidQueryError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    check_count("max_tokens", max_tokens)
 
 
 def _check_threshold(score_threshold: Any) -> None:

@@ -60,7 +60,8 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
     Args:
         memory: the memory to ingest into.
         namespace: whose memory; ``None`` uses the memory's default namespace.
-        history: the window history; a fresh ``InMemoryChatMessageHistory`` if omitted.
+        history: the window history; if omitted, a plain list of messages in this object (not
+            LangChain's deprecated in-memory history class, which warns when built).
         clock: gives the timestamp of ingested messages (UTC now by default; pass one in tests).
 
     Example:

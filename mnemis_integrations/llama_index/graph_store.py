@@ -41,6 +41,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
+from ..core.engine import check_count
 from ..core.messages import coerce_messages, utc_now
 from ..core.model import Edge, Node, NodeKind
 from ..errors import NamespaceNotFoundError
@@ -257,17 +258,27 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         properties: dict | None = None,
         ids: list[str] | None = None,
     ) -> list[Triplet]:
-        """Triplets touching ``entity_names``/``ids`` (either end), with a label in ``relation_names``,
-        where the relation or an end has all of ``properties``. No filter at all gives ``[]``."""
+        """Triplets that pass every filter given: an end among ``entity_names``, an end among ``ids``,
+        a label in ``relation_names``, the relation or an end having all of ``properties``. No filter
+        at all gives ``[]``.
+
+        As in ``SimplePropertyGraphStore``, ``entity_names`` and ``ids`` each narrow the result: given
+        both, a triplet must touch one of each (an entity's id is its name; both filters read the ends).
+        ``properties`` must all match, as in :meth:`get` and the Neo4j store; the simple store keeps a
+        triplet where any one of them does.
+        """
         if not (entity_names or relation_names or properties or ids):
             return []
-        ends = set(entity_names or []) | set(ids or [])
+        named = set(entity_names or [])
+        wanted = set(ids or [])
         rels = set(relation_names or [])
 
         def matching(g: MemoryGraph) -> list[Triplet]:
             out = []
             for t in self._triplets(g, g.edges()):
-                if ends and t[0].id not in ends and t[2].id not in ends:
+                if named and t[0].id not in named and t[2].id not in named:
+                    continue
+                if wanted and t[0].id not in wanted and t[2].id not in wanted:
                     continue
                 if rels and t[1].label not in rels:
                     continue
@@ -624,7 +635,8 @@ class MnemisPGRetriever(BasePGRetriever):
 
     Args:
         graph_store: the :class:`MnemisPropertyGraphStore` whose memory and namespace to search.
-        similarity_top_k: how many nodes to return at most.
+        similarity_top_k: how many nodes to return at most, from 1 to the memory's ``limits.max_k``
+            (:class:`~mnemis_integrations.errors.InvalidQueryError` otherwise, when built).
         include_text: add LlamaIndex source text for nodes that have a ``ref_doc_id`` (hits
             already carry their messages, so off by default).
     """
@@ -640,8 +652,7 @@ class MnemisPGRetriever(BasePGRetriever):
             raise TypeError(
                 f"MnemisPGRetriever needs a MnemisPropertyGraphStore, not {type(graph_store).__name__}"
             )
-        if similarity_top_k < 1:
-            raise ValueError(f"similarity_top_k must be at least 1, not {similarity_top_k}")
+        check_count("similarity_top_k", similarity_top_k, graph_store.memory.config.limits.max_k)
         self.similarity_top_k = similarity_top_k
         super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
 

@@ -10,7 +10,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from ..core.engine import search_options
+from ..core.engine import check_count, search_options
 from ..core.erasure import Erasure
 from ..errors import NamespaceNotFoundError
 from ._convert import core_filter, metadata_exclusions
@@ -72,7 +72,7 @@ class MnemisRetriever(Erasure, BaseRetriever):
     Args:
         memory: the memory to recall from.
         namespace: whose memory to search; ``None`` uses the memory's default namespace.
-        similarity_top_k: how many nodes to return at most.
+        similarity_top_k: how many nodes to return at most, from 1 to the memory's ``limits.max_k``.
         max_tokens: fit the nodes' text into this many tokens (``MnemisMemory.fit_to_budget``).
         callback_manager: LlamaIndex callbacks.
         filters: recall only from messages whose metadata matches: a ``MetadataFilters``
@@ -83,8 +83,9 @@ class MnemisRetriever(Erasure, BaseRetriever):
         score_threshold: leave out nodes whose score is below this (in [0, 1]).
 
     Raises:
-        InvalidQueryError: ``filters`` uses an operator or condition Mnemis does not support,
-            or ``as_of`` / ``score_threshold`` is not valid (checked when the retriever is built).
+        InvalidQueryError: ``similarity_top_k`` or ``max_tokens`` is out of range or not an integer,
+            ``filters`` uses an operator or condition Mnemis does not support, or ``as_of`` /
+            ``score_threshold`` is not valid (all checked when the retriever is built).
 
     Example:
         .. code-block:: python
@@ -118,10 +119,9 @@ class MnemisRetriever(Erasure, BaseRetriever):
         include_archived: bool = False,
         score_threshold: float | None = None,
     ) -> None:
-        if similarity_top_k < 1:
-            raise ValueError(f"similarity_top_k must be at least 1, not {similarity_top_k}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+        check_count("similarity_top_k", similarity_top_k, memory.config.limits.max_k)
+        if max_tokens is not None:
+            check_count("max_tokens", max_tokens)
         self.memory = memory
         self.namespace = namespace
         self.similarity_top_k = similarity_top_k

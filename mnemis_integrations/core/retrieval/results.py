@@ -42,7 +42,13 @@ class MemoryHit:
         text: what a reader LLM is given. For a fragment: its summary line plus the
             raw messages it covers.
         source_ids: ids of the messages whose text appears in ``text``.
-        score: fused score in [0, 1]; results are sorted by it, best first.
+        score: fused score in [0, 1]. Results come best first by this score, save where search's
+            placement rules (step 5 of :func:`~.search.dual_path_search`) move a hit up. A successor
+            placed before the hit it replaces, or a newer restatement before the older one, takes
+            that hit's score when its own is lower (the hit steps just under it), so scores stay
+            non-increasing; but among the first few hits of a question not about the past, a newer
+            hit read before an older one on the same matter keeps its own score (its ``via`` holds
+            ``"newer"``), so there a lower score can come first.
         semantic_score: normalised score from the semantic path (0 if it missed).
         relation_score: normalised score from the relation path (0 if it missed).
         via: mechanisms that produced it, e.g. ("semantic", "relation").
