@@ -2,6 +2,7 @@
 persisted file."""
 
 import sqlite3
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from _over_time import WEEKS
@@ -232,3 +233,29 @@ def test_forgetting_the_replacing_message_undoes_its_link(replaced_by, forgotten
         assert link.properties == {REPLACED: ["a1"], REPLACED_BY: ["c2"]}
     hits = mem.search("venue", k=5, namespace="u1")
     assert {h.status for h in hits if h.node_id == old} == {"superseded" if link_stays else "active"}
+
+
+LEAD_T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+def _lead(i, name, days):
+    return {
+        "id": f"m{i}",
+        "speaker": "ann" if i % 2 else "bob",
+        "text": f"Today our lead {name} reviewed vendor contract number {i}.",
+        "timestamp": LEAD_T0 + timedelta(days=days),
+    }
+
+
+def test_a_merged_alias_stays_while_a_remaining_message_says_it_and_goes_with_the_last():
+    """The rebalance keeps the misspelt "Priyankka" (m9, m10) as an alias of Priyanka."""
+    msgs = [_lead(i, "Priyankka" if i in (9, 10) else "Priyanka", i) for i in range(1, 12)]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(msgs, namespace="u1")
+    assert ("e:priyanka", "e:priyankka") in mem.rebalance(namespace="u1").entities_merged
+    mem.forget(["m9"], namespace="u1")
+    assert "Priyankka" in mem.graph("u1").get("e:priyanka").aliases  # m10 still says it
+    assert mem._states["u1"].entities.get("Priyankka") == "e:priyanka"
+    mem.forget(["m10"], namespace="u1")
+    assert mem.graph("u1").get("e:priyanka").aliases == []
+    assert mem._states["u1"].entities.get("Priyankka") is None

@@ -9,11 +9,12 @@ re-attaches orphans. Decisions (:func:`span_days`, :func:`cohesion`, :func:`plan
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from difflib import SequenceMatcher
-from itertools import combinations
 
 import numpy as np
 
@@ -213,8 +214,11 @@ def _time_cuts(ts: list[datetime | None], max_span_days: float, max_parts: int) 
     """Where to cut time-ordered ``ts`` (undated last): after each returned index.
 
     Cutting at the largest silences one by one can leave a part as long as the whole when the
-    silences are alike (a conversation every six days): every set of cuts is weighed instead, a
-    subtopic holding few fragments.
+    silences are alike (a conversation every six days), so the cuts are chosen together: as few as
+    make every part fit (one at least), of those the ones whose silences, largest first, are largest
+    (ties: the earliest cuts); when ``max_parts`` parts cannot fit, the same among those whose widest
+    part is shortest. Both are found in one pass per cut, not by weighing every set of cuts: a store
+    built by an older version or by the LLM builder may hold thousands of fragments in a subtopic.
     """
     dated = [t.timestamp() for t in ts if t is not None]
 
@@ -223,20 +227,79 @@ def _time_cuts(ts: list[datetime | None], max_span_days: float, max_parts: int) 
         return (dated[b] - dated[a]) / 86400.0 if a < b else 0.0
 
     silence = [dated[k + 1] - dated[k] if k + 1 < len(dated) else 0.0 for k in range(len(ts) - 1)]
-
-    def widest(cuts: tuple[int, ...]) -> float:
-        return max(span(a, b) for a, b in zip((0, *(c + 1 for c in cuts)), (*cuts, len(ts) - 1), strict=True))
-
-    def silences(cuts: tuple[int, ...]) -> list[float]:
-        return sorted((silence[c] for c in cuts), reverse=True)
-
     most = min(max_parts, len(ts)) - 1
-    for n in range(1, most + 1):
-        fits = [c for c in combinations(range(len(ts) - 1), n) if widest(c) <= max_span_days]
-        if fits:
-            return list(max(fits, key=silences))
-    options = list(combinations(range(len(ts) - 1), most))
-    return list(min(options, key=lambda c: (widest(c), [-s for s in silences(c)])))
+    if most < 1:
+        return []
+    fewest = _fewest_cuts(len(ts), span, max_span_days)
+    if fewest <= most:
+        return _best_cuts(len(ts), span, silence, max(fewest, 1), max_span_days)
+    return _best_cuts(len(ts), span, silence, most, _shortest_widest(len(ts), span, most))
+
+
+# A part's span grows with its end and shrinks with its start (the times are sorted), which is what
+# lets the three below read each cut once instead of every set of cuts.
+_Span = Callable[[int, int], float]
+
+
+def _fewest_cuts(n: int, span: _Span, limit: float) -> int:
+    """The fewest cuts that make every part of ``n`` span at most ``limit`` (``n`` when none can)."""
+    if not 0.0 <= limit:
+        return n
+    cuts, start = 0, 0
+    for b in range(1, n):
+        if not span(start, b) <= limit:  # each part as long as it fits
+            cuts, start = cuts + 1, b
+    return cuts
+
+
+def _shortest_widest(n: int, span: _Span, k: int) -> float:
+    """The shortest widest part of ``n`` cut ``k`` times."""
+    # widest[c]: the shortest widest part of ts[: c + 1] cut j times, the last part ending at c
+    widest = [span(0, c) for c in range(n)]
+    for j in range(1, k + 1):
+        prev, widest, cross = widest, [math.inf] * n, j - 1
+        for c in range(j, n):
+            # the parts before a last cut widen as it moves on, the part after it narrows: the best
+            # cut is where the two cross, which only moves on with c
+            while cross < c and prev[cross] < span(cross + 1, c):
+                cross += 1
+            widest[c] = min(max(prev[i], span(i + 1, c)) for i in (cross - 1, cross) if j - 1 <= i < c)
+    return widest[n - 1]
+
+
+def _best_cuts(n: int, span: _Span, silence: list[float], k: int, limit: float) -> list[int]:
+    """Of the sets of ``k`` cuts whose parts all span at most ``limit`` (one at least), the one whose
+    silences, largest first, are largest (ties: the earliest cuts)."""
+
+    def rank(cuts: tuple[int, ...]) -> tuple:
+        return tuple(sorted((silence[c] for c in cuts), reverse=True)), tuple(-c for c in cuts)
+
+    # start[b]: the earliest a part ending at b may start
+    start, a = [], 0
+    for b in range(n):
+        while not span(a, b) <= limit:
+            a += 1
+        start.append(a)
+    # best[c]: the best j cuts whose last is c, their parts fitting. Adding the same later cut to two
+    # sets keeps their order, so best[c] is the best of those ending within reach of c, plus c: the
+    # best in a window sliding forward, kept in a deque.
+    best: list[tuple[int, ...] | None] = [(c,) if start[c] == 0 else None for c in range(n - 1)]
+    for _ in range(k - 1):
+        ranks = [rank(b) if b is not None else None for b in best]
+        nxt: list[tuple[int, ...] | None] = [None] * (n - 1)
+        window: deque[int] = deque()
+        for c in range(1, n - 1):
+            if ranks[c - 1] is not None:
+                while window and ranks[window[-1]] < ranks[c - 1]:
+                    window.pop()
+                window.append(c - 1)
+            while window and window[0] < start[c] - 1:
+                window.popleft()
+            if window:
+                nxt[c] = best[window[0]] + (c,)
+        best = nxt
+    last = [b for b in best[max(start[n - 1] - 1, 0) :] if b is not None]
+    return list(max(last, key=rank))
 
 
 def _cut(order: list[int], cuts: list[int]) -> list[list[int]]:
