@@ -31,6 +31,7 @@ __all__ = [
     "speaker_for_role",
     "stale_message_ids",
     "store_message_id",
+    "store_message_metadata",
     "value_digest",
     "value_to_text",
 ]
@@ -117,28 +118,69 @@ def value_digest(value: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def store_message_id(key: str, value: Mapping[str, Any], text: str) -> str:
+# The id rules (core.messages) refuse control characters and lone surrogates; a key holding one,
+# or too long for the id, is named in the id by its digest and kept, escaped, in the metadata.
+_NOT_IN_ID = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+# Metadata values refuse NUL and lone surrogates; "%" is escaped too, so that unescaping is exact.
+_NOT_IN_METADATA = re.compile(r"[\x00%\ud800-\udfff]")
+_ESCAPED = re.compile(r"%([0-9a-f]{4})")
+_DIGEST_MARK = ":k"
+_STORE_KEY = "store_key"
+
+
+def store_message_id(key: str, value: Mapping[str, Any], text: str, *, max_chars: int = 256) -> str:
     """The Mnemis message id of one version of a store item: ``"<key>#<value digest>:<text digest>"``.
 
     Putting the same value again gives the same id (stored once); a new value gives a new id,
     so an update becomes a new message instead of a conflicting one. The text digest keeps
     apart two puts of one value that ingest different fields (``index=[...]``).
 
+    A key the id cannot hold as it is (a control character, a lone surrogate, or longer than
+    ``max_chars`` less the 20 characters of digests) gives ``"<key digest>#<value digest>:<text
+    digest>:k"`` instead, and its message carries the key in :func:`store_message_metadata`.
+
     Examples:
         >>> store_message_id("k1", {"text": "hi"}, "hi") == store_message_id("k1", {"text": "hi"}, "hi")
         True
         >>> store_message_id("k1", {"text": "hi"}, "hi") == store_message_id("k1", {"text": "bye"}, "bye")
         False
+        >>> store_message_id("line\\nbreak", {"text": "hi"}, "hi").endswith(":k")
+        True
     """
     text_digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
-    return f"{key}#{value_digest(value)}:{text_digest}"
+    digests = f"{value_digest(value)}:{text_digest}"
+    if len(key) + 1 + len(digests) <= max_chars and not _NOT_IN_ID.search(key):
+        return f"{key}#{digests}"
+    return f"{_key_digest(key)}#{digests}{_DIGEST_MARK}"
 
 
-_ID_SUFFIX_RE = re.compile(r"^([0-9a-f]{12}):[0-9a-f]{6}$")
+def store_message_metadata(key: str, message_id: str) -> dict[str, str]:
+    """The metadata of a store message: the key, escaped, when its id names the key by digest only.
+
+    Examples:
+        >>> store_message_metadata("k1", store_message_id("k1", {"t": 1}, "t: 1"))
+        {}
+        >>> store_message_metadata("50%\\n", store_message_id("50%\\n", {"t": 1}, "t: 1"))
+        {'store_key': '50%0025\\n'}
+    """
+    if not message_id.endswith(_DIGEST_MARK):
+        return {}
+    return {_STORE_KEY: _NOT_IN_METADATA.sub(lambda m: f"%{ord(m.group()):04x}", key)}
 
 
-def parse_store_message_id(message_id: str) -> tuple[str, str] | None:
+def _key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+_ID_SUFFIX_RE = re.compile(r"^([0-9a-f]{12}):[0-9a-f]{6}(:k)?$")
+
+
+def parse_store_message_id(
+    message_id: str, metadata: Mapping[str, Any] | None = None
+) -> tuple[str, str] | None:
     """Split a store message id into ``(key, value digest)``; ``None`` for ids the store did not make.
+
+    An id that names its key by digest needs the message's ``metadata`` to give the key back.
 
     Examples:
         >>> parse_store_message_id("a#b#0123456789ab:abcdef")
@@ -146,9 +188,17 @@ def parse_store_message_id(message_id: str) -> tuple[str, str] | None:
         >>> parse_store_message_id("chat-17") is None
         True
     """
-    key, sep, suffix = message_id.rpartition("#")
+    stem, sep, suffix = message_id.rpartition("#")
     match = _ID_SUFFIX_RE.match(suffix) if sep else None
-    return (key, match.group(1)) if match else None
+    if match is None:
+        return None
+    if not match.group(2):
+        return stem, match.group(1)
+    escaped = (metadata or {}).get(_STORE_KEY)
+    if not isinstance(escaped, str):
+        return None
+    key = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), escaped)
+    return (key, match.group(1)) if _key_digest(key) == stem else None
 
 
 def value_to_text(value: Mapping[str, Any], fields: Sequence[str] | None = None) -> str:
@@ -251,7 +301,7 @@ def keys_in_recall_order(
     out: list[tuple[str, str, str, MemoryHit]] = []
     for hit in hits:
         for mid in hit.source_ids:
-            parsed = parse_store_message_id(mid)
+            parsed = parse_store_message_id(mid, hit.message_metadata.get(mid))
             if parsed is None or parsed in seen:
                 continue
             seen.add(parsed)
@@ -259,25 +309,32 @@ def keys_in_recall_order(
     return out
 
 
-def stale_message_ids(stored_ids: Iterable[str], latest: Mapping[str, str | None]) -> list[str]:
+def stale_message_ids(
+    stored: Iterable[tuple[str, Mapping[str, Any]]], latest: Mapping[str, str | None]
+) -> list[str]:
     """Store message ids of the keys in ``latest`` other than each key's latest message id.
 
-    ``latest`` maps a written key to the id of its new message, or ``None`` when it has none
-    (deleted, or put without ingesting): every earlier version of those keys is stale.
+    ``stored`` holds ``(message id, metadata)`` of every message of the namespace. ``latest``
+    maps a written key to the id of its new message, or ``None`` when it has none (deleted, or
+    put without ingesting): every earlier version of those keys is stale.
 
     Examples:
         >>> old = store_message_id("tea", {"t": "green"}, "green")
         >>> new = store_message_id("tea", {"t": "oolong"}, "oolong")
         >>> other = store_message_id("rex", {"t": "beagle"}, "beagle")
-        >>> stale_message_ids([old, new, other, "chat-1"], {"tea": new}) == [old]
+        >>> stored = [(old, {}), (new, {}), (other, {}), ("chat-1", {})]
+        >>> stale_message_ids(stored, {"tea": new}) == [old]
         True
-        >>> stale_message_ids([old, other], {"rex": None}) == [other]
+        >>> stale_message_ids(stored, {"rex": None}) == [other]
         True
     """
     out = []
-    for mid in stored_ids:
-        key = mid.rpartition("#")[0]  # cheap first: a store scans every id of a namespace per write
-        if key in latest and latest[key] != mid and parse_store_message_id(mid) is not None:
+    for mid, metadata in stored:
+        # Cheap first: a store scans every id of a namespace per write.
+        if mid.rpartition("#")[0] not in latest and not mid.endswith(_DIGEST_MARK):
+            continue
+        parsed = parse_store_message_id(mid, metadata)
+        if parsed is not None and parsed[0] in latest and latest[parsed[0]] != mid:
             out.append(mid)
     return out
 

@@ -11,7 +11,12 @@ How names map:
     ``"users:user.3a42"``), and a name past 128 characters is shortened with a digest (see
     :func:`._namespaces.namespace_to_str`). ``list_namespaces`` answers with the labels as given.
     Each put becomes one message with id ``"<key>#<value digest>:<text digest>"`` and the value's
-    text (see :func:`._convert.value_to_text`), so re-putting the same value stores it once.
+    text (see :func:`._convert.value_to_text`), so re-putting the same value stores it once. Any
+    key LangGraph accepts is taken: one a message id cannot hold (a control character, a lone
+    surrogate, or past 236 characters under the default ``limits.max_id_chars``) is named in the
+    id by its digest, ``"<key digest>#<value digest>:<text digest>:k"``, and kept, escaped, in the
+    message's ``store_key`` metadata, which must fit ``limits.max_metadata_chars`` (else the put
+    is refused with ``InvalidMessageError``). A text holding NUL is refused too, whatever the key.
 
 Deleting and overwriting:
     A delete, or a put that replaces a value, also ``forget`` s the item's earlier messages in the
@@ -79,6 +84,7 @@ from ._convert import (
     matches_filter,
     stale_message_ids,
     store_message_id,
+    store_message_metadata,
     value_digest,
     value_to_text,
 )
@@ -324,6 +330,7 @@ class MnemisStore(BaseStore):
         for op in puts:
             last[(tuple(op.namespace), op.key)] = op
         now = self.clock()
+        max_id_chars = self.memory.config.limits.max_id_chars
         out: dict[str, _NamespaceWrites] = defaultdict(_NamespaceWrites)
         for op in last.values():
             writes = out[namespace_to_str(op.namespace)]
@@ -332,10 +339,16 @@ class MnemisStore(BaseStore):
                 continue
             text = self._text_of(op.value, self.fields if op.index is None else op.index)
             if text.strip():
-                message_id = store_message_id(op.key, op.value, text)
+                message_id = store_message_id(op.key, op.value, text, max_chars=max_id_chars)
                 writes.latest[op.key] = message_id
                 writes.messages.append(
-                    {"id": message_id, "speaker": self.speaker, "text": text, "timestamp": now}
+                    {
+                        "id": message_id,
+                        "speaker": self.speaker,
+                        "text": text,
+                        "timestamp": now,
+                        "metadata": store_message_metadata(op.key, message_id),
+                    }
                 )
         return dict(out)
 
@@ -345,7 +358,7 @@ class MnemisStore(BaseStore):
             stored = self.memory.messages(namespace)
         except NamespaceNotFoundError:
             return
-        stale = stale_message_ids((m.id for m in stored), latest)
+        stale = stale_message_ids(((m.id, m.metadata) for m in stored), latest)
         if stale:
             self.memory.forget(stale, namespace=namespace)
 
