@@ -628,7 +628,8 @@ class MnemisMemory:
 
         Args:
             query: what to recall.
-            k: how many hits at most.
+            k: how many hits to rank. A superseded hit among them brings its current successor along
+                (``fusion.attach_successors``), so the list can run past ``k`` by those.
             namespace: whose memory.
             config: per-call override of the memory's config.
             as_of: answer from what was known and valid at this moment.

@@ -70,7 +70,7 @@ class MnemisRetriever(Erasure, BaseRetriever):
     namespace: str | None = None
     """Whose memory to search; ``None`` uses the memory's default namespace."""
     k: int = Field(default=5, gt=0)
-    """How many Documents to return at most."""
+    """How many Documents to rank; a superseded one brings its current successor along, past ``k``."""
     config: MemoryConfig | None = None
     """Search settings for this retriever (e.g. ``recipes.SEMANTIC_ONLY``); ``None`` uses the memory's own."""
     max_tokens: int | None = Field(default=None, gt=0)

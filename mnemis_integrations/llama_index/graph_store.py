@@ -635,8 +635,9 @@ class MnemisPGRetriever(BasePGRetriever):
 
     Args:
         graph_store: the :class:`MnemisPropertyGraphStore` whose memory and namespace to search.
-        similarity_top_k: how many nodes to return at most, from 1 to the memory's ``limits.max_k``
-            (:class:`~mnemis_integrations.errors.InvalidQueryError` otherwise, when built).
+        similarity_top_k: how many nodes to rank, from 1 to the memory's ``limits.max_k``
+            (:class:`~mnemis_integrations.errors.InvalidQueryError` otherwise, when built); a
+            superseded one brings its current successor along, past it.
         include_text: add LlamaIndex source text for nodes that have a ``ref_doc_id`` (hits
             already carry their messages, so off by default).
     """

@@ -72,7 +72,8 @@ class MnemisRetriever(Erasure, BaseRetriever):
     Args:
         memory: the memory to recall from.
         namespace: whose memory to search; ``None`` uses the memory's default namespace.
-        similarity_top_k: how many nodes to return at most, from 1 to the memory's ``limits.max_k``.
+        similarity_top_k: how many nodes to rank, from 1 to the memory's ``limits.max_k`` (a
+            superseded one brings its current successor along, past it).
         max_tokens: fit the nodes' text into this many tokens (``MnemisMemory.fit_to_budget``).
         callback_manager: LlamaIndex callbacks.
         filters: recall only from messages whose metadata matches: a ``MetadataFilters``
