@@ -32,7 +32,7 @@ from .config import MemoryConfig
 from .embedders import as_embedder, normalise_rows, profile_for
 from .filters import MetadataFilter
 from .graph import MemoryGraph
-from .messages import coerce_messages, parse_moment, same_content, validate_namespace
+from .messages import coerce_messages, message_batch, parse_moment, same_content, validate_namespace
 from .model import Message, Node, NodeKind, Status
 from .passages import windows
 from .protocols import Builder
@@ -547,8 +547,10 @@ class MnemisMemory:
     async def aadd_messages(
         self, messages: Iterable[Any], namespace: str | None = None, *, show_progress: bool = False
     ) -> IngestReport:
+        # read here, in the caller's thread (an iterable may be tied to it), and refused as add_messages
+        # refuses it: list() would read a string or a dict as messages
         return await asyncio.to_thread(
-            self.add_messages, list(messages), namespace, show_progress=show_progress
+            self.add_messages, message_batch(messages), namespace, show_progress=show_progress
         )
 
     @contextmanager

@@ -16,6 +16,7 @@ from .model import Message
 __all__ = [
     "coerce_messages",
     "iso_moment",
+    "message_batch",
     "parse_moment",
     "parse_timestamp",
     "utc_now",
@@ -217,6 +218,17 @@ def _typed(metadata: Mapping[str, Any]) -> dict[str, tuple[type, Any]]:
     return {k: (type(v), v) for k, v in metadata.items()}  # True, 1 and 1.0 are different metadata
 
 
+def message_batch(raw: Any) -> list[Any]:
+    """``raw`` read once into a list, refused (:class:`InvalidMessageError`) if it is one message or
+    no iterable: a string or a dict would otherwise read as its characters or keys."""
+    if isinstance(raw, (str, bytes, dict)):
+        raise InvalidMessageError("messages must be a list of messages, not a single " + type(raw).__name__)
+    try:
+        return list(raw)
+    except TypeError:
+        raise InvalidMessageError(f"messages must be a list of messages, not {type(raw).__name__}") from None
+
+
 def coerce_messages(
     raw: Iterable[Any], limits: LimitsConfig, *, indexes: list[int] | None = None
 ) -> list[Message]:
@@ -224,12 +236,7 @@ def coerce_messages(
 
     ``indexes``, when given, receives each returned message's index in ``raw``: a re-delivery
     within the batch is dropped, so a later error names the message by where the caller put it."""
-    if isinstance(raw, (str, bytes, dict)):
-        raise InvalidMessageError("messages must be a list of messages, not a single " + type(raw).__name__)
-    try:
-        items = list(raw)
-    except TypeError:
-        raise InvalidMessageError(f"messages must be a list of messages, not {type(raw).__name__}") from None
+    items = message_batch(raw)
     if len(items) > limits.max_batch_messages:
         raise InvalidMessageError(
             f"batch of {len(items)} messages exceeds the limit of {limits.max_batch_messages}"

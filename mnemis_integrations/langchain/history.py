@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -102,6 +103,11 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         messages, records = self._prepare(messages)
+        # Shielded: a cancel does not stop the memory's write (it runs on in its thread), so the
+        # window must still follow it.
+        await asyncio.shield(self._aadd(messages, records))
+
+    async def _aadd(self, messages: list[BaseMessage], records: list[dict]) -> None:
         if records:
             await self.memory.aadd_messages(records, namespace=self.namespace)
         await self.history.aadd_messages(messages)
@@ -133,6 +139,10 @@ class MnemisChatMessageHistory(BaseChatMessageHistory):
     async def aforget(self, message_ids: Sequence[str] | None = None) -> ForgetReport:
         window = await self.history.aget_messages()
         ids = _ids_to_forget(message_ids, window)
+        # Shielded as aadd_messages: once forgotten, the messages must leave the window too.
+        return await asyncio.shield(self._aforget(ids, window))
+
+    async def _aforget(self, ids: list[str], window: list[BaseMessage]) -> ForgetReport:
         report = await self.memory.aforget(ids, namespace=self.namespace)
         if (kept := _remaining(window, ids)) is not None:
             await self.history.aclear()

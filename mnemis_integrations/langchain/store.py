@@ -289,15 +289,20 @@ class MnemisStore(BaseStore):
                 plan.results[i] = r
         for i in plan.recalls:
             plan.results[i] = await self._arecall(plan.ops[i])
+        if plan.puts:
+            # Shielded: a cancel does not stop a memory write (it runs on in its thread), so the
+            # rest of the writes must follow it, or the memory and the backing store disagree.
+            await asyncio.shield(self._awrite(plan))
+        return plan.results
+
+    async def _awrite(self, plan: _Plan) -> None:
         for ns, writes in plan.writes.items():
             if writes.messages:
                 await self.memory.aadd_messages(
                     writes.messages, namespace=ns, show_progress=self.show_progress
                 )
             await asyncio.to_thread(self._retire, ns, writes.latest)
-        if plan.puts:
-            await self.backing.abatch(plan.puts)
-        return plan.results
+        await self.backing.abatch(plan.puts)
 
     def _plan(self, ops: Iterable[Op]) -> _Plan:
         """Validate every op and sort them into backing reads, recall searches and writes.

@@ -592,7 +592,32 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         return [n for n, _ in pairs], [score for _, score in pairs]
 
     # ----- async: PropertyGraphStore's defaults run the sync methods on the event loop, and these
-    # embed (vector_query) or write and purge the memory (the rest): run them in a thread instead.
+    # embed (vector_query), write and purge the memory (the writes), or wait for the namespace's
+    # lock, which an ingest holds while it embeds (the reads): run them in a thread instead.
+    async def aget(self, properties: dict | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
+        return await asyncio.to_thread(self.get, properties, ids)
+
+    async def aget_triplets(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict | None = None,
+        ids: list[str] | None = None,
+    ) -> list[Triplet]:
+        return await asyncio.to_thread(self.get_triplets, entity_names, relation_names, properties, ids)
+
+    async def aget_rel_map(
+        self,
+        graph_nodes: list[LabelledNode],
+        depth: int = 2,
+        limit: int = 30,
+        ignore_rels: list[str] | None = None,
+    ) -> list[Triplet]:
+        return await asyncio.to_thread(self.get_rel_map, graph_nodes, depth, limit, ignore_rels)
+
+    async def aget_schema(self, refresh: bool = False) -> dict[str, list[str]]:
+        return await asyncio.to_thread(self.get_schema, refresh)
+
     async def avector_query(
         self, query: VectorStoreQuery, **kwargs: Any
     ) -> tuple[list[LabelledNode], list[float]]:
