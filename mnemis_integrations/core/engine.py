@@ -77,6 +77,10 @@ def _check_query(query: Any, cfg: MemoryConfig) -> None:
         raise InvalidQueryError("query must be a non-empty string")
     if len(query) > cfg.limits.max_query_chars:
         raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
+    try:
+        query.encode("utf-8")  # as a message's text: an embedder (a tokenizer, an API) encodes it so
+    except UnicodeEncodeError:
+        raise InvalidQueryError("query is not valid Unicode (lone surrogate)") from None
 
 
 def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:
@@ -145,9 +149,11 @@ def _open_store(path: str | Path | None, backend: str | None):
             "give either path= (an embedded SQLite file) or backend= (a FalkorDB URL), not both"
         )
     if backend is not None:
-        if not backend.startswith(("falkordb://", "redis://")):
-            raise ConfigError(f"unknown backend {backend!r}; valid: falkordb://host:port, redis://host:port")
-        from .storage.falkordb import FalkorDBStore
+        from .storage.falkordb import FalkorDBStore, redacted
+
+        if not isinstance(backend, str) or not backend.startswith(("falkordb://", "redis://")):
+            shown = redacted(backend) if isinstance(backend, str) else backend
+            raise ConfigError(f"unknown backend {shown!r}; valid: falkordb://host:port, redis://host:port")
 
         try:
             return FalkorDBStore(backend)
@@ -853,6 +859,8 @@ class MnemisMemory:
                 qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
             except (TypeError, ValueError) as e:
                 raise InvalidQueryError(f"the query vector must be a sequence of numbers: {e}") from None
+            if not np.isfinite(qvec).all():  # every cosine would be NaN: no node at all, as if empty
+                raise InvalidQueryError("the query vector must hold finite numbers (no NaN or infinity)")
             if self._dim is not None and qvec.shape[0] != self._dim:
                 raise InvalidQueryError(
                     f"the query vector has {qvec.shape[0]} dimensions, this memory's vectors {self._dim}: "
@@ -896,12 +904,20 @@ class MnemisMemory:
             ``{(namespace, message_id): score in [0, 1]}``; ids or namespaces not stored are left out.
 
         Raises:
-            InvalidQueryError: empty or over-long query.
+            InvalidQueryError: empty or over-long query, or ``message_ids`` is not a mapping of
+                namespaces to message ids.
             InvalidNamespaceError: a namespace name is not acceptable.
         """
         cfg = config or self.config
         _check_query(query, cfg)
-        wanted = {validate_namespace(ns): list(dict.fromkeys(ids)) for ns, ids in message_ids.items()}
+        if not isinstance(message_ids, Mapping):
+            raise InvalidQueryError(
+                f"message_ids must map namespaces to message ids, not {type(message_ids).__name__}"
+            )
+        # one id as a string is that id, as in forget, not its characters
+        wanted = {
+            validate_namespace(ns): list(dict.fromkeys(_message_ids(ids))) for ns, ids in message_ids.items()
+        }
         if not any(wanted.values()):
             return {}
         qvec = self.embedder.embed_queries([query])[0]  # outside the locks: it can take a while

@@ -13,14 +13,16 @@ The shape follows MongoDB and LangGraph's ``InMemoryStore`` (and langchain-mongo
 Types are strict: ``True`` never equals ``1`` and ``"1"`` never equals ``1`` (``1`` equals ``1.0``).
 A message without the key fails every operator except ``$ne`` and ``$nin`` (as in MongoDB).
 Equality on strings is exact; pass a ``datetime`` to ``$eq`` / ``$in`` to compare as a time.
-Anything else (an unknown operator, a nested filter, a list where a value belongs, ``None``)
-raises :class:`~mnemis_integrations.errors.InvalidQueryError` before any search work.
+Anything else (an unknown operator, a nested filter, a list where a value belongs, ``None``,
+a number past a float's range, ``$and`` / ``$or`` nested over 32 deep) raises
+:class:`~mnemis_integrations.errors.InvalidQueryError` before any search work.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import reprlib
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -37,6 +39,25 @@ Test = Callable[[Metadata], bool]
 COMPARISONS = ("$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte")
 OPERATORS = (*COMPARISONS, "$and", "$or")
 _MISSING = object()
+# No real filter nests ``$and`` / ``$or`` this deep; a deeper one would exhaust Python's stack while
+# parsed or matched (RecursionError) instead of being refused.
+_MAX_DEPTH = 32
+
+
+class _Shown(reprlib.Repr):
+    """Errors show a bad value shortened: a hostile one (a list nested thousands deep, a million
+    items, an int of more digits than ``str`` writes) would cost a RecursionError, a ValueError or
+    a message of megabytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = 120
+
+    def repr_int(self, x: int, level: int) -> str:
+        return f"<an int of {x.bit_length()} bits>" if x.bit_length() > 1024 else super().repr_int(x, level)
+
+
+_SHOWN = _Shown()
 
 
 class MetadataFilter:
@@ -88,22 +109,26 @@ def _json_default(value: Any) -> Any:
     return {"$time": value.isoformat()}  # only datetimes are left: parsing refused everything else
 
 
-def _conjunction(spec: Mapping) -> Test:
-    tests = [_clause(key, value) for key, value in spec.items()]
+def _conjunction(spec: Mapping, depth: int = 0) -> Test:
+    tests = [_clause(key, value, depth) for key, value in spec.items()]
     return tests[0] if len(tests) == 1 else lambda md: all(t(md) for t in tests)
 
 
-def _clause(key: Any, value: Any) -> Test:
+def _clause(key: Any, value: Any, depth: int) -> Test:
     if not isinstance(key, str) or not key:
-        raise InvalidQueryError(f"filter keys must be non-empty strings, got {key!r}")
+        raise InvalidQueryError(f"filter keys must be non-empty strings, got {_SHOWN.repr(key)}")
     if key in ("$and", "$or"):
         if (
             not isinstance(value, (list, tuple))
             or not value
             or not all(isinstance(v, Mapping) and v for v in value)
         ):
-            raise InvalidQueryError(f"{key} takes a non-empty list of non-empty filters, got {value!r}")
-        parts = [_conjunction(v) for v in value]
+            raise InvalidQueryError(
+                f"{key} takes a non-empty list of non-empty filters, got {_SHOWN.repr(value)}"
+            )
+        if depth >= _MAX_DEPTH:
+            raise InvalidQueryError(f"filter nests $and / $or more than {_MAX_DEPTH} deep")
+        parts = [_conjunction(v, depth + 1) for v in value]
         if key == "$and":
             return lambda md: all(p(md) for p in parts)
         return lambda md: any(p(md) for p in parts)
@@ -116,8 +141,8 @@ def _clause(key: Any, value: Any) -> Test:
         for op, arg in value.items():
             if not isinstance(op, str) or not op.startswith("$"):
                 raise InvalidQueryError(
-                    f"filter on {key!r} holds {op!r}: metadata is flat, so a filter value is a plain value "
-                    f"or a dict of operators ({', '.join(COMPARISONS)})"
+                    f"filter on {key!r} holds {_SHOWN.repr(op)}: metadata is flat, so a filter value is a "
+                    f"plain value or a dict of operators ({', '.join(COMPARISONS)})"
                 )
             tests.append(_comparison(key, op, arg))
         return tests[0] if len(tests) == 1 else lambda md: all(t(md) for t in tests)
@@ -132,7 +157,7 @@ def _comparison(key: str, op: str, arg: Any) -> Test:
         return lambda md: not same(md.get(key, _MISSING))
     if op in ("$in", "$nin"):
         if not isinstance(arg, (list, tuple)):
-            raise InvalidQueryError(f"{op} on {key!r} takes a list of values, got {arg!r}")
+            raise InvalidQueryError(f"{op} on {key!r} takes a list of values, got {_SHOWN.repr(arg)}")
         options = [_equality(key, op, a) for a in arg]
         if op == "$in":
             return lambda md: any(o(md.get(key, _MISSING)) for o in options)
@@ -156,7 +181,7 @@ def _equality(key: str, op: str, arg: Any) -> Callable[[Any], bool]:
         return lambda v: isinstance(v, str) and _as_time(v) == moment
     raise InvalidQueryError(
         f"{op} on {key!r} compares with a str, int, float, bool or datetime, "
-        f"not {type(arg).__name__} ({arg!r})"
+        f"not {type(arg).__name__} ({_SHOWN.repr(arg)})"
     )
 
 
@@ -168,7 +193,9 @@ def _ordering(key: str, op: str, arg: Any) -> Test:
         "$lte": lambda a, b: a <= b,
     }[op]
     if isinstance(arg, bool) or not isinstance(arg, (int, float, str, datetime)):
-        raise InvalidQueryError(f"{op} on {key!r} compares with a number, a time or a string, not {arg!r}")
+        raise InvalidQueryError(
+            f"{op} on {key!r} compares with a number, a time or a string, not {_SHOWN.repr(arg)}"
+        )
     if isinstance(arg, (int, float)):
         _finite(key, op, arg)
 
@@ -195,8 +222,12 @@ def _ordering(key: str, op: str, arg: Any) -> Test:
 
 
 def _finite(key: str, op: str, arg: float) -> None:
-    if not math.isfinite(arg):
-        raise InvalidQueryError(f"{op} on {key!r} needs a finite number, got {arg!r}")
+    try:
+        finite = math.isfinite(arg)
+    except OverflowError:  # an int past a float's range: no stored number compares with it
+        finite = False
+    if not finite:
+        raise InvalidQueryError(f"{op} on {key!r} needs a finite number, got {_SHOWN.repr(arg)}")
 
 
 def _is_number(v: Any) -> bool:

@@ -52,7 +52,7 @@ from .base import (
     vector_rows,
 )
 
-__all__ = ["FORMAT_VERSION", "FalkorDBStore"]
+__all__ = ["FORMAT_VERSION", "FalkorDBStore", "redacted"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +163,21 @@ def _vec_in(s: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s), dtype=np.float32)
 
 
+def redacted(url: str) -> str:
+    """``url`` as errors and logs name it: a password in it (a credential) as ``***``. Split as
+    ``urllib`` splits it, so the password it gives the connection is the part hidden.
+
+    >>> redacted("falkordb://alice:s3cret@db:6379?timeout=5"), redacted("falkordb://db:6379")
+    ('falkordb://alice:***@db:6379?timeout=5', 'falkordb://db:6379')
+    """
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    userinfo, at, hostport = rest[:end].rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{hostport}{rest[end:]}"
+
+
 def parse_url(url: str) -> dict:
     """``falkordb://host:port`` (or ``redis://``) -> connection keyword arguments.
 
@@ -178,7 +193,7 @@ def parse_url(url: str) -> dict:
     """
     u = urlparse(url)
     if u.scheme not in ("falkordb", "redis"):
-        raise StoreError(f"not a FalkorDB address: {url!r} (expected falkordb://host:port)")
+        raise StoreError(f"not a FalkorDB address: {redacted(url)!r} (expected falkordb://host:port)")
     out: dict = {"host": u.hostname or "127.0.0.1", "port": u.port or 6379}
     if u.password:
         out["password"] = u.password
@@ -187,7 +202,7 @@ def parse_url(url: str) -> dict:
     query = parse_qs(u.query, keep_blank_values=True)
     unknown = set(query) - {"connect_timeout", "timeout"}
     if unknown:
-        raise StoreError(f"unknown FalkorDB address option(s) {sorted(unknown)} in {url!r}")
+        raise StoreError(f"unknown FalkorDB address option(s) {sorted(unknown)} in {redacted(url)!r}")
     for option, keyword, default in (
         ("connect_timeout", "socket_connect_timeout", 10.0),
         ("timeout", "socket_timeout", None),
@@ -202,7 +217,9 @@ def parse_url(url: str) -> dict:
         except ValueError:
             seconds = -1.0
         if not seconds > 0:
-            raise StoreError(f"{option} must be a positive number of seconds, got {value!r} in {url!r}")
+            raise StoreError(
+                f"{option} must be a positive number of seconds, got {value!r} in {redacted(url)!r}"
+            )
         out[keyword] = seconds
     return out
 
@@ -233,7 +250,7 @@ class FalkorDBStore:
     def __init__(self, url: str):
         from falkordb import FalkorDB
 
-        self.url = url
+        self.url = redacted(url)  # as errors name the server
         try:
             self._db = FalkorDB(**parse_url(url))
             self._meta = self._db.select_graph(_META_GRAPH)
@@ -241,14 +258,16 @@ class FalkorDBStore:
         except StoreError:
             raise
         except Exception as e:  # redis.ConnectionError and friends
-            raise StoreError(f"cannot reach FalkorDB at {url!r}: {e}") from e
+            raise StoreError(f"cannot reach FalkorDB at {self.url!r}: {e}") from e
         self._indexed: set[str] = set()
         self._meta_known: dict[str, str] = {}  # meta values this object has seen stored
         if version is None:
-            logger.debug("initialised FalkorDB memory at %r", url)
+            logger.debug("initialised FalkorDB memory at %r", self.url)
             self.set_meta("format_version", FORMAT_VERSION)
         elif version in _UPGRADES:
-            logger.info("upgrading FalkorDB memory at %r from format %s to %s", url, version, FORMAT_VERSION)
+            logger.info(
+                "upgrading FalkorDB memory at %r from format %s to %s", self.url, version, FORMAT_VERSION
+            )
             top = 0
             for ns in self.namespaces():
                 for query in _UPGRADES[version]:
@@ -262,7 +281,7 @@ class FalkorDBStore:
             self.set_meta("format_version", FORMAT_VERSION)
         elif version != FORMAT_VERSION:
             raise StoreError(
-                f"FalkorDB at {url!r} has format {version}; this version reads format {FORMAT_VERSION}"
+                f"FalkorDB at {self.url!r} has format {version}; this version reads format {FORMAT_VERSION}"
             )
 
     # ----- meta -----
