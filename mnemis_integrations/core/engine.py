@@ -658,9 +658,10 @@ class MnemisMemory:
                 would add nothing; up to ``k`` others take their places.
 
         Raises:
-            InvalidQueryError: empty or over-long query, ``k`` < 1, ``max_tokens`` < 1, an
-                ``as_of`` that is not a datetime or ISO-8601 string, a malformed ``filter`` or a
-                ``score_threshold`` outside [0, 1].
+            InvalidQueryError: an empty, over-long or not valid Unicode (lone surrogate) query,
+                ``k`` outside [1, ``limits.max_k``], ``max_tokens`` < 1, an ``as_of`` that is not a
+                datetime or ISO-8601 string, a malformed ``filter`` or a ``score_threshold`` outside
+                [0, 1].
             NamespaceNotFoundError: the namespace holds no memory.
         """
         namespace = self._ns(namespace)
@@ -702,7 +703,8 @@ class MnemisMemory:
                 filter=flt,
             )
             if seen:
-                hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)][:k]
+                hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)]
+                hits = _keeping(st, hits, {h.node_id for h in hits[:k]})
             if score_threshold is not None:
                 hits = _above(st, hits, score_threshold)
             if max_tokens is not None:
@@ -847,7 +849,8 @@ class MnemisMemory:
 
         Raises:
             InvalidQueryError: neither or both of ``query`` and ``vector``, an empty query, a vector
-                of another dimension than the memory's, or ``k`` out of range.
+                of another dimension than the memory's or holding NaN or infinity, or ``k`` out of
+                range.
             NamespaceNotFoundError: the namespace holds no memory.
         """
         namespace = self._ns(namespace)
@@ -1134,10 +1137,14 @@ class MnemisMemory:
 
 
 def _above(st: NamespaceState, hits: list[MemoryHit], threshold: float) -> list[MemoryHit]:
-    """The hits scoring at least ``threshold``, each superseded one with the successors it was shown
-    with: one that does not lead it follows the ranked hits at its own, often lower, score, and a
-    superseded fact is never returned alone."""
-    kept = {h.node_id for h in hits if h.score >= threshold}
+    """The hits scoring at least ``threshold``, each superseded one with its successors (``_keeping``):
+    one that does not lead it follows the ranked hits at its own, often lower, score."""
+    return _keeping(st, hits, {h.node_id for h in hits if h.score >= threshold})
+
+
+def _keeping(st: NamespaceState, hits: list[MemoryHit], kept: set[str]) -> list[MemoryHit]:
+    """The hits in ``kept``, each superseded one with the successors it was shown with, wherever
+    they were placed: a superseded fact is never returned alone."""
     shown = {h.node_id for h in hits}
     for h in hits:
         if h.node_id in kept and h.status == Status.SUPERSEDED.value:

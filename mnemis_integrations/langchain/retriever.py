@@ -111,7 +111,7 @@ class MnemisRetriever(Erasure, BaseRetriever):
             hits = self.memory.search(query, **kwargs)
         except NamespaceNotFoundError:
             return []
-        return [to_document(h) for h in hits[: kwargs["k"]]]
+        return [to_document(h) for h in hits]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **overrides: Any
@@ -121,7 +121,7 @@ class MnemisRetriever(Erasure, BaseRetriever):
             hits = await self.memory.asearch(query, **kwargs)
         except NamespaceNotFoundError:
             return []
-        return [to_document(h) for h in hits[: kwargs["k"]]]
+        return [to_document(h) for h in hits]
 
 
 _PER_CALL = frozenset(

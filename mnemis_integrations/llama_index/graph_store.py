@@ -694,7 +694,7 @@ class MnemisPGRetriever(BasePGRetriever):
             )
         except NamespaceNotFoundError:
             return []
-        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]
+        return [to_node_with_score(h) for h in hits]
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         store = self._mnemis_store
@@ -704,4 +704,4 @@ class MnemisPGRetriever(BasePGRetriever):
             )
         except NamespaceNotFoundError:
             return []
-        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]
+        return [to_node_with_score(h) for h in hits]

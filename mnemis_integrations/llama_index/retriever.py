@@ -147,11 +147,11 @@ class MnemisRetriever(Erasure, BaseRetriever):
             hits = self.memory.search(query_bundle.query_str, **self._kwargs())
         except NamespaceNotFoundError:
             return []
-        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]
+        return [to_node_with_score(h) for h in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         try:
             hits = await self.memory.asearch(query_bundle.query_str, **self._kwargs())
         except NamespaceNotFoundError:
             return []
-        return [to_node_with_score(h) for h in hits[: self.similarity_top_k]]
+        return [to_node_with_score(h) for h in hits]

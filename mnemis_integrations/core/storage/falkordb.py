@@ -164,18 +164,21 @@ def _vec_in(s: str) -> np.ndarray:
 
 
 def redacted(url: str) -> str:
-    """``url`` as errors and logs name it: a password in it (a credential) as ``***``. Split as
-    ``urllib`` splits it, so the password it gives the connection is the part hidden.
+    """``url`` as errors and logs name it: a password in it (a credential) as ``***``. Hidden up to
+    the last ``@``, not where ``urllib`` ends the address (the first ``/``, ``?`` or ``#``): a
+    password holding one unescaped (a base64 one holds ``/``) is read there as a path or a query,
+    and must not be shown either.
 
     >>> redacted("falkordb://alice:s3cret@db:6379?timeout=5"), redacted("falkordb://db:6379")
     ('falkordb://alice:***@db:6379?timeout=5', 'falkordb://db:6379')
+    >>> redacted("falkordb://alice:s3/cr?et@db:6379")
+    'falkordb://alice:***@db:6379'
     """
     scheme, sep, rest = url.partition("://")
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    userinfo, at, hostport = rest[:end].rpartition("@")
+    userinfo, at, hostport = rest.rpartition("@")
     if not sep or not at or ":" not in userinfo:
         return url
-    return f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{hostport}{rest[end:]}"
+    return f"{scheme}{sep}{userinfo.partition(':')[0]}:***@{hostport}"
 
 
 def parse_url(url: str) -> dict:
@@ -194,7 +197,11 @@ def parse_url(url: str) -> dict:
     u = urlparse(url)
     if u.scheme not in ("falkordb", "redis"):
         raise StoreError(f"not a FalkorDB address: {redacted(url)!r} (expected falkordb://host:port)")
-    out: dict = {"host": u.hostname or "127.0.0.1", "port": u.port or 6379}
+    try:
+        port = u.port
+    except ValueError:  # its message quotes the port as read, which may be part of a password
+        raise StoreError(f"not a valid port in {redacted(url)!r} (expected falkordb://host:port)") from None
+    out: dict = {"host": u.hostname or "127.0.0.1", "port": port or 6379}
     if u.password:
         out["password"] = u.password
     if u.username:
