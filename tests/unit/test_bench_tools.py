@@ -187,6 +187,21 @@ def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
     )
 
 
+def test_the_sealed_conversations_load_as_held_out_ones_kept_out_of_the_default_suite():
+    """Sealed conversations wait, unrun, for the next fresh test: each must load as the held-out
+    ones do (with its second annotation) the day it is unsealed, and no default run may read it."""
+    agree = _module("annotator_agreement")
+    from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios
+
+    sealed = load_scenarios(ROOT / "benchmarks" / "scenarios" / "sealed")
+    assert sealed and all(sc.split == "holdout" for sc in sealed)
+    for sc in sealed:
+        order = {m.id: i for i, m in enumerate(sc.messages)}
+        assert agree.load_second(agree.SECOND, sc.id, order), sc.id
+    loaded = {sc.id for sc in load_scenarios(default_suite_paths())}
+    assert not loaded & {sc.id for sc in sealed}
+
+
 def test_the_second_annotation_covers_every_scenario_and_scores_agreement_by_pair():
     agree = _module("annotator_agreement")
     from mnemis_integrations.evaluation.scenario_data import Supersession
