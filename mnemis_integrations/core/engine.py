@@ -32,7 +32,14 @@ from .config import MemoryConfig
 from .embedders import as_embedder, normalise_rows, profile_for
 from .filters import MetadataFilter
 from .graph import MemoryGraph
-from .messages import coerce_messages, message_batch, parse_moment, same_content, validate_namespace
+from .messages import (
+    coerce_messages,
+    encodable,
+    message_batch,
+    parse_moment,
+    same_content,
+    validate_namespace,
+)
 from .model import Message, Node, NodeKind, Status
 from .passages import windows
 from .protocols import Builder
@@ -77,10 +84,8 @@ def _check_query(query: Any, cfg: MemoryConfig) -> None:
         raise InvalidQueryError("query must be a non-empty string")
     if len(query) > cfg.limits.max_query_chars:
         raise InvalidQueryError(f"query longer than {cfg.limits.max_query_chars} characters")
-    try:
-        query.encode("utf-8")  # as a message's text: an embedder (a tokenizer, an API) encodes it so
-    except UnicodeEncodeError:
-        raise InvalidQueryError("query is not valid Unicode (lone surrogate)") from None
+    if not encodable(query):  # refused as a message's text is: an embedder encodes it
+        raise InvalidQueryError("query is not valid Unicode (lone surrogate)")
 
 
 def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:

@@ -15,6 +15,7 @@ from .model import Message
 
 __all__ = [
     "coerce_messages",
+    "encodable",
     "iso_moment",
     "message_batch",
     "parse_moment",
@@ -112,7 +113,7 @@ def _check_id(mid: Any, i: int, limits: LimitsConfig) -> str:
         raise InvalidMessageError(
             f"'id' has {len(mid)} characters; the limit is {limits.max_id_chars}", index=i
         )
-    if not _encodable(mid):
+    if not encodable(mid):
         raise InvalidMessageError("'id' is not valid Unicode (lone surrogate)", index=i)
     if any(ord(c) < 32 or ord(c) == 127 for c in mid):
         raise InvalidMessageError("'id' contains a control character (NUL, newline, ...)", index=i)
@@ -156,7 +157,7 @@ def validate_metadata(
         if (
             key.startswith("$")
             or len(key) > 128
-            or not _encodable(key)
+            or not encodable(key)
             or any(ord(c) < 32 or ord(c) == 127 for c in key)
         ):
             raise bad(f"key {key!r} is refused: at most 128 characters, no leading '$', no control character")
@@ -169,7 +170,7 @@ def _metadata_value(
 ) -> str | int | float | bool:
     if isinstance(value, (bool, str)):
         if isinstance(value, str) and (
-            len(value) > limits.max_metadata_chars or "\x00" in value or not _encodable(value)
+            len(value) > limits.max_metadata_chars or "\x00" in value or not encodable(value)
         ):
             raise bad(
                 f"value of {key!r} is longer than {limits.max_metadata_chars} characters, holds NUL "
@@ -195,7 +196,8 @@ def _metadata_value(
     raise bad(f"value of {key!r} must be a str, int, float or bool: {hint}")
 
 
-def _encodable(s: str) -> bool:
+def encodable(s: str) -> bool:
+    """Whether ``s`` encodes as UTF-8 (no lone surrogate), as an embedder, a tokenizer or a store needs."""
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
@@ -252,7 +254,7 @@ def coerce_messages(
             )
         if not text.strip():
             raise InvalidMessageError("'text' is empty", message_id=mid, index=i)
-        if not _encodable(text):
+        if not encodable(text):
             raise InvalidMessageError("'text' is not valid Unicode (lone surrogate)", message_id=mid, index=i)
         if "\x00" in text:
             raise InvalidMessageError("'text' contains a NUL character", message_id=mid, index=i)
@@ -269,7 +271,7 @@ def coerce_messages(
             raise InvalidMessageError(
                 f"'speaker' must be a string, not {type(speaker).__name__}", message_id=mid, index=i
             )
-        if len(speaker) > 256 or "\x00" in speaker or not _encodable(speaker):
+        if len(speaker) > 256 or "\x00" in speaker or not encodable(speaker):
             raise InvalidMessageError(
                 "'speaker' is longer than 256 characters, holds NUL or is not valid Unicode",
                 message_id=mid,
