@@ -49,6 +49,10 @@ CONVERSATION = [
 ]
 
 
+# similarity_top_k values a retriever refuses when built: not positive, not an int, a bool, past limits.max_k
+BAD_TOP_K = [0, -3, 2.5, 5.0, "3", None, True, 1_001]
+
+
 def make_memory(
     path: str | None = None, *, namespace: str = "u1", messages: Sequence[dict] = CONVERSATION
 ) -> MnemisMemory:

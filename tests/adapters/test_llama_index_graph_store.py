@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from llama_fakes import make_memory, offline_settings
+from llama_fakes import BAD_TOP_K, make_memory, offline_settings
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.graph_stores.simple_labelled import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import (
@@ -25,7 +25,12 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
 
 from mnemis_integrations import EdgeKind, NodeKind, Status
-from mnemis_integrations.llama_index import MnemisPGRetriever, MnemisPropertyGraphStore
+from mnemis_integrations.errors import InvalidQueryError
+from mnemis_integrations.llama_index import (
+    MnemisPGRetriever,
+    MnemisPropertyGraphIndex,
+    MnemisPropertyGraphStore,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -316,3 +321,65 @@ def test_index_inserts_documents_through_the_store_and_deletes_them_by_ref_doc(p
 
     index.property_graph_store.delete_llama_nodes(ref_doc_ids=["doc-1"])
     assert pg_store.get(ids=[chunk.id]) == []
+
+
+@pytest.mark.parametrize("top_k", BAD_TOP_K)
+def test_pg_retriever_refuses_a_bad_similarity_top_k_when_built(mem, top_k: Any):
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u1")
+    with pytest.raises(InvalidQueryError, match="similarity_top_k"):
+        MnemisPGRetriever(store, similarity_top_k=top_k)
+
+
+def test_empty_kg_extractors_mean_the_default_as_in_property_graph_index(mem):
+    """LlamaIndex's ``PropertyGraphIndex`` reads ``kg_extractors=[]`` as "the default" (``or``), and an
+    index with no extractor at all cannot insert (it asserts every node got KG metadata)."""
+    reference = PropertyGraphIndex(
+        nodes=[], property_graph_store=SimplePropertyGraphStore(), kg_extractors=[], embed_kg_nodes=False
+    )
+    assert reference._kg_extractors  # the reference's default, not none
+    store = MnemisPropertyGraphStore(memory=mem, namespace="docs")
+    index = MnemisPropertyGraphIndex(nodes=[], property_graph_store=store, kg_extractors=[])
+    assert [type(e).__name__ for e in index._kg_extractors] == ["ImplicitPathExtractor"]
+
+
+GRAPH_NODES = [
+    EntityNode(name="Ann", properties={"team": "red"}),
+    EntityNode(name="Bob", properties={"team": "blue"}),
+    EntityNode(name="Cy"),
+    EntityNode(name="Tea"),
+]
+GRAPH_RELATIONS = [
+    Relation(label="KNOWS", source_id="Ann", target_id="Bob", properties={"since": 2020}),
+    Relation(label="LIKES", source_id="Ann", target_id="Tea"),
+    Relation(label="LIKES", source_id="Bob", target_id="Tea"),
+    Relation(label="KNOWS", source_id="Cy", target_id="Ann"),
+]
+QUERIES: list[dict[str, Any]] = [
+    {"entity_names": ["Ann"]},
+    {"ids": ["Tea"]},
+    {"entity_names": ["Ann"], "ids": ["Tea"]},
+    {"entity_names": ["Ann"], "ids": ["Bob", "Cy"]},
+    {"entity_names": ["Cy"], "ids": ["Tea"]},
+    {"entity_names": ["Ann"], "relation_names": ["KNOWS"]},
+    {"ids": ["Tea"], "relation_names": ["LIKES"], "properties": {"team": "blue"}},
+    {"relation_names": ["KNOWS"], "properties": {"since": 2020}},
+    {"entity_names": ["Bob"], "ids": ["Cy"], "relation_names": ["KNOWS"]},
+]
+
+
+def _triplet_ids(triplets: list) -> set[tuple[str, str, str]]:
+    return {(s.id, r.label, o.id) for s, r, o in triplets}
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: ";".join(f"{k}={v}" for k, v in q.items()))
+def test_get_triplets_combines_filters_as_the_reference_store_does(mem, query: dict[str, Any]):
+    """Before: ``entity_names`` and ``ids`` together gave the triplets touching either (a union);
+    the reference keeps those touching one of each, as it does with every other pair of filters."""
+    reference = SimplePropertyGraphStore()
+    reference.upsert_nodes(GRAPH_NODES)
+    reference.upsert_relations(GRAPH_RELATIONS)
+    store = MnemisPropertyGraphStore(memory=mem, namespace="pg")
+    store.upsert_nodes(GRAPH_NODES)
+    store.upsert_relations(GRAPH_RELATIONS)
+
+    assert _triplet_ids(store.get_triplets(**query)) == _triplet_ids(reference.get_triplets(**query))

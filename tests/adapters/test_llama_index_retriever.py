@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
-from llama_fakes import make_memory, offline_settings
+from llama_fakes import BAD_TOP_K, make_memory, offline_settings
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
+from mnemis_integrations.errors import InvalidQueryError
 from mnemis_integrations.llama_index import MnemisRetriever
 
 HIT_FIELDS = {
@@ -153,3 +155,22 @@ def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
     assert all("m1" not in n.node.metadata["source_ids"] for n in nodes)
     retriever.delete_namespace()
     assert memory.namespaces() == [] and retriever.retrieve("refund") == []
+
+
+@pytest.mark.parametrize("top_k", BAD_TOP_K)
+def test_retriever_refuses_a_bad_similarity_top_k_when_built(mem, top_k: Any):
+    """Before: 0 and negatives raised a bare ValueError, a string or None a TypeError, and a float,
+    a bool or more than ``limits.max_k`` passed and failed only at retrieve time, naming ``k``."""
+    with pytest.raises(InvalidQueryError, match="similarity_top_k"):
+        MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=top_k)
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1, 2.5, "10", True])
+def test_retriever_refuses_a_bad_max_tokens_when_built(mem, max_tokens: Any):
+    with pytest.raises(InvalidQueryError, match="max_tokens"):
+        MnemisRetriever(memory=mem, namespace="u1", max_tokens=max_tokens)
+
+
+def test_largest_similarity_top_k_is_accepted(mem):
+    top = mem.config.limits.max_k
+    assert len(MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=top).retrieve("refund")) >= 1
