@@ -16,6 +16,7 @@ from .model import Message
 __all__ = [
     "coerce_messages",
     "encodable",
+    "id_characters_problem",
     "iso_moment",
     "message_batch",
     "parse_moment",
@@ -113,11 +114,19 @@ def _check_id(mid: Any, i: int, limits: LimitsConfig) -> str:
         raise InvalidMessageError(
             f"'id' has {len(mid)} characters; the limit is {limits.max_id_chars}", index=i
         )
-    if not encodable(mid):
-        raise InvalidMessageError("'id' is not valid Unicode (lone surrogate)", index=i)
-    if any(ord(c) < 32 or ord(c) == 127 for c in mid):
-        raise InvalidMessageError("'id' contains a control character (NUL, newline, ...)", index=i)
+    problem = id_characters_problem(mid)
+    if problem:
+        raise InvalidMessageError(f"'id' {problem}", index=i)
     return mid
+
+
+def id_characters_problem(mid: str) -> str | None:
+    """Why a message id's characters are refused (a lone surrogate, a control character), or None."""
+    if not encodable(mid):
+        return "is not valid Unicode (lone surrogate)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in mid):
+        return "contains a control character (NUL, newline, ...)"
+    return None
 
 
 # Metadata travels as JSON and as FalkorDB properties: integers must fit a signed 64-bit one.

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..core.messages import id_characters_problem
 from ..core.retrieval.render import memory_block, memory_line
 from ..core.retrieval.results import MemoryHit
 
@@ -118,9 +119,6 @@ def value_digest(value: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-# The id rules (core.messages) refuse control characters and lone surrogates; a key holding one,
-# or too long for the id, is named in the id by its digest and kept, escaped, in the metadata.
-_NOT_IN_ID = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 # Metadata values refuse NUL and lone surrogates; "%" is escaped too, so that unescaping is exact.
 _NOT_IN_METADATA = re.compile(r"[\x00%\ud800-\udfff]")
 _ESCAPED = re.compile(r"%([0-9a-f]{4})")
@@ -149,7 +147,7 @@ def store_message_id(key: str, value: Mapping[str, Any], text: str, *, max_chars
     """
     text_digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     digests = f"{value_digest(value)}:{text_digest}"
-    if len(key) + 1 + len(digests) <= max_chars and not _NOT_IN_ID.search(key):
+    if len(key) + 1 + len(digests) <= max_chars and id_characters_problem(key) is None:
         return f"{key}#{digests}"
     return f"{_key_digest(key)}#{digests}{_DIGEST_MARK}"
 
