@@ -173,3 +173,8 @@ def empty_memory():
     from mnemis_integrations.core.embedders import HashingEmbedder
 
     return MnemisMemory(embedder=HashingEmbedder())
+
+
+def sqlite_file_bytes(path) -> bytes:
+    """Every byte of a SQLite store on disk: the file, its write-ahead log and any rollback journal."""
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))

@@ -382,7 +382,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         if existing is None:
             node = Node(id=lnode.id, kind=kind, label=short_label(lnode.text), namespace=g.namespace)
         else:
-            node = dataclasses.replace(existing, kind=kind)
+            # a label read off the text this one replaces goes with it (the text may be forgotten)
+            label = (
+                short_label(lnode.text) if existing.label == short_label(existing.summary) else existing.label
+            )
+            node = dataclasses.replace(existing, kind=kind, label=label)
             own = {**existing.properties, **own}
         node = dataclasses.replace(
             node, summary=lnode.text, properties=own, **{k: v for k, v in fields.items() if k != "summary"}
@@ -462,8 +466,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 records.append(
                     document_record(node.node_id, text, node.metadata, now=now, time_keys=self.time_keys)
                 )
-        if records:
-            self._ingest(records)
+        replaced = self._ingest(records) if records else False
         # As PropertyGraphStore.upsert_llama_nodes converts them, but the metadata stays the document's:
         # a "status" or "keywords" key in it is no node field (and no reason to refuse the document).
         chunks = [
@@ -476,6 +479,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             for node in llama_nodes
         ]
         self._upsert(chunks, metadata=True)
+        if replaced:  # the chunks held the replaced texts, and forget's purge came before this write
+            self.memory.purge()
 
     def _stored_messages(self) -> dict[str, Any]:
         try:
@@ -483,7 +488,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         except NamespaceNotFoundError:
             return {}
 
-    def _ingest(self, records: list[dict[str, Any]]) -> None:
+    def _ingest(self, records: list[dict[str, Any]]) -> bool:
+        """Store ``records`` as messages, forgetting the earlier text of each stored again with
+        other text; returns whether one was."""
         coerce_messages(records, self.memory.config.limits)  # refuse bad input before forgetting anything
         known = self._stored_messages()
         old = {r["id"]: known[r["id"]] for r in records if r["id"] in known}
@@ -495,6 +502,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         if changed:
             self.memory.forget(changed, namespace=self.namespace)
         self.memory.add_messages(records, show_progress=self.show_progress, namespace=self.namespace)
+        return bool(changed)
 
     def delete(
         self,
@@ -554,6 +562,8 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     g.remove_node(entity)
 
         self._write(change)
+        if texts:  # a chunk node's summary is its text, and forget's purge came before this write
+            self.memory.purge()
 
     # ----- queries -----
     def vector_query(self, query: VectorStoreQuery, **kwargs: Any) -> tuple[list[LabelledNode], list[float]]:

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from _over_time import WEEKS
+from fakes import sqlite_file_bytes
 
 from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFoundError
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -15,15 +16,6 @@ from mnemis_integrations.core.model import EdgeKind, Status
 
 SECRET = "zebra-7731"
 SECRET_ID = "m12"
-
-
-def _file_bytes(path):
-    out = b""
-    for suffix in ("", "-wal", "-journal"):
-        p = path.parent / (path.name + suffix)
-        if p.exists():
-            out += p.read_bytes()
-    return out
 
 
 def _texts_of_graph(mem, ns):
@@ -39,7 +31,7 @@ def test_forget_leaves_no_trace_in_the_file_or_any_index(tmp_path):
     emb = HashingEmbedder()
     with MnemisMemory(path, embedder=emb) as mem:
         mem.add_messages(WEEKS, namespace="u1")
-        assert SECRET.encode() in _file_bytes(path)
+        assert SECRET.encode() in sqlite_file_bytes(path)
         assert any(SECRET in h.text for h in mem.search("vault code server room", k=10, namespace="u1"))
         rep = mem.forget([SECRET_ID], namespace="u1")
         assert rep.forgotten == 1 and rep.not_found == ()
@@ -56,7 +48,7 @@ def test_forget_leaves_no_trace_in_the_file_or_any_index(tmp_path):
         )
         assert not any(n.label.lower().startswith("zebra") for n in mem.graph("u1").nodes())
         # on disk: neither the database nor its WAL holds the text or its id
-        raw = _file_bytes(path)
+        raw = sqlite_file_bytes(path)
         assert SECRET.encode() not in raw and b"zebra" not in raw and b'"m12"' not in raw
     with MnemisMemory(path, embedder=emb) as mem:  # reopened: the rest is intact
         assert {m.id for m in mem.messages("u1")} == {m["id"] for m in WEEKS} - {SECRET_ID}
@@ -97,7 +89,7 @@ def test_forget_a_whole_namespace_leaves_others(tmp_path):
         assert mem.namespaces() == ["u2"]
         with pytest.raises(NamespaceNotFoundError):
             mem.search("refund", namespace="u1")
-        raw = _file_bytes(path)
+        raw = sqlite_file_bytes(path)
         assert SECRET.encode() not in raw and b"refund" not in raw.lower()
         assert b"tulips" in raw
 

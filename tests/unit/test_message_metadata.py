@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from _memories import backend  # noqa: F401  (fixture)
 from _over_time import msg
+from fakes import sqlite_file_bytes
 
 from mnemis_integrations import DuplicateMessageError, InvalidMessageError, MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
@@ -132,14 +133,10 @@ def test_forget_leaves_no_copy_of_the_metadata_in_the_sqlite_file(tmp_path):
     path = tmp_path / "m.db"
     mem = MnemisMemory(path, embedder=HashingEmbedder())
     mem.add_messages(CONVERSATION + [_tagged(4, "Noted.", {"doc": "passport-X1234"}, days=5)], namespace="u1")
-    assert b"passport-X1234" in _file_bytes(path)
+    assert b"passport-X1234" in sqlite_file_bytes(path)
     mem.forget(["m4"], namespace="u1")
     mem.close()
-    assert b"passport-X1234" not in _file_bytes(path)
-
-
-def _file_bytes(path) -> bytes:
-    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+    assert b"passport-X1234" not in sqlite_file_bytes(path)
 
 
 def test_a_file_written_before_metadata_existed_opens_and_takes_metadata(tmp_path):

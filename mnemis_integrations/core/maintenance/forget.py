@@ -42,6 +42,7 @@ from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
 from ..text import content_words, has_cjk, normalise_name
 from .compaction import refresh_overview
+from .health import SPLIT, SPLIT_FROM
 from .supersede import REPLACED, REPLACED_BY
 
 __all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
@@ -121,9 +122,12 @@ def forget_messages(
             del st.df[t]
     # a parent founded by a forgotten message's fragment may no longer hold it (a review moved it)
     named = {f"{prefix}:{m}" for m in drop for prefix in ("s", "c", "a:s")}
+    # nor does one rebalance split off such a parent, which nothing links to it but its id
+    split = {n.id for n in g.nodes() if SPLIT in n.id and _made_from(n.id, drop) is not None}
     renamed = _rename_ids_made_from(
-        st, {f for f in holders if g.has(f)} | {p for p in parents | named if g.has(p)}, drop
+        st, {f for f in holders if g.has(f)} | {p for p in parents | named | split if g.has(p)}, drop
     )
+    _follow_split_from(g, {renamed.get(n, n) for n in split}, renamed, drop)
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
     _drop_model_names(g, alive)
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
@@ -309,13 +313,45 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
                     st.entities.discard(a, eid)
 
 
+def _made_from(node_id: str, gone: Collection[str]) -> str | None:
+    """The prefix of ``node_id`` if it was made from one of the message ids ``gone`` (``f:<id>``,
+    ``s:<id>``, ``c:<id>``, ``o:f:<id>``, ``a:s:<id>``, or a subtopic rebalance split off one:
+    ``s:<id>~1``, ``s:<id>~1'``, ``a:s:<id>~1~1``), else None. A message id may hold ``:`` and
+    ``~`` itself (a LangGraph store's does), so every cut is tried.
+
+    >>> [_made_from(n, {"k#1:2"}) for n in ("o:f:k#1:2", "s:k#1:2~1'", "f:2", "f:k#1:2x")]
+    ['o:f', 's', None, None]
+    """
+    for i, ch in enumerate(node_id):
+        if ch == ":":
+            rest = node_id[i + 1 :]
+            if rest in gone or any(c == SPLIT and rest[:j] in gone for j, c in enumerate(rest)):
+                return node_id[:i]
+    return None
+
+
+def _follow_split_from(g: MemoryGraph, split: set[str], renamed: dict[str, str], gone: set[str]) -> None:
+    """A split subtopic's ``split_from`` names the subtopic it left: its new id, or none once that
+    one is gone, when it was made from a forgotten message id."""
+    for nid in split:
+        node = g.get(nid) if g.has(nid) else None
+        was = node.properties.get(SPLIT_FROM) if node is not None else None
+        if was is None or _made_from(was, gone) is None:
+            continue
+        if g.has(renamed.get(was, "")):
+            node.properties[SPLIT_FROM] = renamed[was]
+        else:
+            del node.properties[SPLIT_FROM]
+        g.touch(nid)
+
+
 def _rename_ids_made_from(st: NamespaceState, candidates: set[str], gone: set[str]) -> dict[str, str]:
     """Give a fresh id to every candidate whose id was made from a forgotten message id
-    (``f:<id>``, ``s:<id>``, ``c:<id>``, ``o:f:<id>``, ``a:s:<id>``); returns old -> new."""
+    (:func:`_made_from`), keeping its kind's prefix; returns old -> new."""
     renamed: dict[str, str] = {}
     for nid in sorted(candidates):
-        prefix, _, rest = nid.rpartition(":")
-        if prefix and rest in gone and st.graph.get(nid).kind != NodeKind.ENTITY:
+        prefix = _made_from(nid, gone)
+        if prefix is not None and st.graph.get(nid).kind != NodeKind.ENTITY:
             renamed[nid] = f"{prefix}:{uuid.uuid4().hex[:12]}"
     for old, new in renamed.items():
         _rename(st, old, new)

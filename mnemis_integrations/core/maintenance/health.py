@@ -25,6 +25,8 @@ from ..text import normalise_name
 
 __all__ = [
     "MAX_SPAN_DAYS",
+    "SPLIT",
+    "SPLIT_FROM",
     "ConceptIssue",
     "HealthReport",
     "RebalanceReport",
@@ -39,6 +41,9 @@ __all__ = [
 
 # SPEC section 5: "a subtopic spanning more than about two weeks of conversation".
 MAX_SPAN_DAYS = 14.0
+
+SPLIT = "~"  # a subtopic split off ``s:<id>`` is ``s:<id>~1``, ``s:<id>~2``, ...
+SPLIT_FROM = "split_from"  # split subtopic -> the subtopic it was split off
 
 # Words after a company name that do not make it another company.
 _LEGAL_SUFFIXES = frozenset(
@@ -462,7 +467,7 @@ def rebalance_graph(
         split.append(sub.id)
         for n, group in enumerate(groups[1:], start=1):
             members = [graph.get(f) for f in group]
-            nid = f"{sub.id}~{n}"
+            nid = f"{sub.id}{SPLIT}{n}"
             while graph.has(nid):
                 nid += "'"
             times = [m.created_at for m in members if m.created_at]
@@ -475,7 +480,7 @@ def rebalance_graph(
                 summary="; ".join(m.summary for m in members[-3:]),
                 created_at=min(times) if times else sub.created_at,
                 event_time=max((m.event_time for m in members if m.event_time), default=sub.event_time),
-                properties={"split_from": sub.id},
+                properties={SPLIT_FROM: sub.id},
             )
             graph.add_node(new)
             if concept is not None:
