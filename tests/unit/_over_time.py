@@ -1,4 +1,5 @@
-"""A small five-week conversation and its message helper, shared by the engine and maintenance tests."""
+"""A small five-week conversation and its message helper, shared by the engine and maintenance tests,
+and the names and things long synthetic chats are made of."""
 
 from datetime import datetime, timedelta, timezone
 
@@ -30,3 +31,12 @@ WEEKS = [
     msg(13, "Lunch at the noodle place on Friday works.", days=34),
 ]
 LAST = WEEKS[-1]["timestamp"]
+
+# Names and the things said of them, for long synthetic chats whose topics come back.
+TOPICS = [
+    ("Acme", ["pricing plan", "seat licence", "renewal quote", "discount tier"]),
+    ("Nadia", ["hosting migration", "server rack", "backup window", "failover test"]),
+    ("Orbit", ["release train", "beta build", "crash report", "store review"]),
+    ("Lena", ["garden shed", "roof tiles", "paint colour", "fence posts"]),
+    ("Bruno", ["marathon training", "tempo run", "knee physio", "race bib"]),
+]

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
-from _over_time import WEEKS
+from _over_time import TOPICS, WEEKS
 from _toy_graph import OFFICE, toy_state
 from falkordb_server import server_url
 
@@ -25,13 +25,6 @@ from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKi
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)
 
-_TOPICS = [
-    ("Acme", ["pricing plan", "seat licence", "renewal quote", "discount tier"]),
-    ("Nadia", ["hosting migration", "server rack", "backup window", "failover test"]),
-    ("Orbit", ["release train", "beta build", "crash report", "store review"]),
-    ("Lena", ["garden shed", "roof tiles", "paint colour", "fence posts"]),
-    ("Bruno", ["marathon training", "tempo run", "knee physio", "race bib"]),
-]
 _GUESTS = [
     "Mira",
     "Zoltan",
@@ -60,7 +53,7 @@ def chat(n: int, seed: int = 7) -> list[dict]:
     rnd = random.Random(seed)
     out, t = [], T0
     for i in range(n):
-        name, things = _TOPICS[rnd.randrange(len(_TOPICS)) if i % 4 == 0 else (i // 4) % len(_TOPICS)]
+        name, things = TOPICS[rnd.randrange(len(TOPICS)) if i % 4 == 0 else (i // 4) % len(TOPICS)]
         x, y = rnd.sample(things, 2)
         if rnd.random() < 0.12:
             text = f"{name}: " + rnd.choice(_CUES).format(x=x, y=y) + "."

@@ -48,6 +48,8 @@ __all__ = [
 X = TypeVar("X")
 Y = TypeVar("Y")
 
+_TIE = 1e-4  # faiss and numpy may round a cosine differently
+
 
 class ModelCalls:
     """The model as the LLM steps of one ingest see it: validated answers counted in ``usage``,
@@ -393,24 +395,37 @@ class LLMUpdateJudge:
         """Nothing yet: judged for the whole batch in :meth:`batch_added`."""
 
     def _candidates(self, st: NamespaceState, fid: str, later: set[str]) -> list[str]:
+        """The earlier active fragments most similar to ``fid`` that share an entity or its parent."""
         g = st.graph
         frag = g.get(fid)
-        mine = {e.dst for e in g.out_edges(fid, EdgeKind.MENTIONS)}
-        parent = g.parent(fid)
+        mine = set(st.mentioned_ids(fid))
+        parent = st.parent_id(fid)
         v = st.node_vectors.get(fid)
-        scored = []
-        for f in g.nodes(NodeKind.FRAGMENT):
-            if f.id == fid or f.id in later or f.status != Status.ACTIVE:
-                continue
-            if f.event_time and frag.created_at and f.event_time > frag.created_at:
-                continue
-            fp = g.parent(f.id)
-            shared = mine & {e.dst for e in g.out_edges(f.id, EdgeKind.MENTIONS)}
-            if not shared and not (parent is not None and fp is not None and fp.id == parent.id):
-                continue
-            scored.append((float(st.node_vectors.get(f.id) @ v) if f.id in st.node_vectors else 0.0, f.id))
-        scored.sort(reverse=True)
-        return [f for _, f in scored[: self.calls.llm.update_candidates]]
+
+        def eligible(key: str) -> bool:
+            f = st.node(key) if g.has(key) else None
+            if f is None or f.kind != NodeKind.FRAGMENT or key == fid or key in later:
+                return False
+            if f.status != Status.ACTIVE or (
+                f.event_time and frag.created_at and f.event_time > frag.created_at
+            ):
+                return False
+            return (parent is not None and st.parent_id(key) == parent) or not mine.isdisjoint(
+                st.mentioned_ids(key)
+            )
+
+        # Asked of the nearest-neighbour search, not of every fragment (the speakers' entities are
+        # shared by most of them): widened while the last one found ties the n-th within rounding,
+        # so that the ranking below (ties by id) is the one a scan of every fragment gives.
+        n = self.calls.llm.update_candidates
+        want = n
+        while True:
+            found = st.node_vectors.nearest(v, want, keep=eligible)
+            if len(found) < want or found[-1][1] < found[n - 1][1] - _TIE:
+                break
+            want *= 2
+        scored = sorted(((float(st.node_vectors.get(k) @ v), k) for k, _ in found), reverse=True)
+        return [f for _, f in scored[:n]]
 
     def batch_added(
         self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport
