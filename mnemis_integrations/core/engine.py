@@ -805,22 +805,38 @@ class MnemisMemory:
                 st = state(hit)
                 text, shown = rendered(st, hit, ids, cut)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
+                # dated by what it shows, as a hit a filter or as_of narrowed is (retrieval.search)
+                when = max(
+                    (t for m in shown if (t := st.messages[m].timestamp) is not None), default=hit.time
+                )
             return replace(
                 hit,
                 text=text,
                 source_ids=shown,
+                time=when,
                 metadata=shared,
                 message_metadata=per_message,
                 excerpted=tuple(m for m in shown if m in cut),
             )
 
-        def still_there(hit: MemoryHit) -> bool:
+        def as_held(hit: MemoryHit) -> MemoryHit | None:
+            """``hit`` as its node holds it now: ``None`` when the node was forgotten since the
+            search, narrowed to the rest when some of its messages were."""
             with self._lock(hit.namespace):
-                return state(hit).graph.has(hit.node_id)
+                st = state(hit)
+                if not st.graph.has(hit.node_id):
+                    return None
+                held = set(st.node(hit.node_id).source_ids) & st.messages.keys()
+                if held.issuperset(hit.source_ids) and held.issuperset(hit.focus):
+                    return hit
+                path = tuple(st.graph.hierarchy_path(hit.node_id))
+            kept = [m for m in hit.source_ids if m in held]
+            narrowed = replace(hit, path=path, focus=tuple(m for m in hit.focus if m in held))
+            return rerender(narrowed, kept, {})
 
-        # hits of an earlier search whose node another writer has since forgotten: nothing of
-        # them may be shown again
-        hits = [h for h in hits if still_there(h)]
+        # hits of an earlier search that another writer has since forgotten, whole or in part:
+        # nothing forgotten may be shown again
+        hits = [h for h in map(as_held, hits) if h is not None]
         return fit_to_budget(
             hits, max_tokens, cfg.context, rerender, count_tokens, text_of, excerpts=query is not None
         )

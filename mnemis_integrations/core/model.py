@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 
-__all__ = ["HIERARCHY_KINDS", "Edge", "EdgeKind", "Message", "Node", "NodeKind", "Status", "time_order"]
+__all__ = [
+    "HIERARCHY_KINDS",
+    "Edge",
+    "EdgeKind",
+    "Message",
+    "Node",
+    "NodeKind",
+    "Status",
+    "moment",
+    "time_order",
+]
 
 
 class NodeKind(str, Enum):
@@ -77,9 +87,24 @@ class Message:
         )
 
 
-def time_order(m: Message) -> tuple[bool, float, int]:
+def time_order(m: Message) -> tuple[bool, int, int]:
     """Sort key of messages in the order they were said: undated last, ties by arrival (``seq``)."""
-    return (m.timestamp is None, m.timestamp.timestamp() if m.timestamp else 0.0, m.seq)
+    return (m.timestamp is None, moment(m.timestamp) if m.timestamp else 0, m.seq)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def moment(t: datetime) -> int:
+    """``t`` in microseconds since 1970 (naive taken as UTC), a sort key exact at any date: a float of
+    seconds (``t.timestamp()``) no longer tells microseconds apart after the year 2242.
+
+    >>> t = datetime(2300, 1, 1, tzinfo=timezone.utc)
+    >>> moment(t.replace(microsecond=2)) - moment(t.replace(microsecond=1))
+    1
+    """
+    aware = t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return (aware - _EPOCH) // timedelta(microseconds=1)
 
 
 @dataclass

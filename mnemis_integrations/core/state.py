@@ -147,7 +147,14 @@ class NamespaceState:
             if not keys:
                 return None
             return normalise_rows(self.msg_vectors.get_many(keys).mean(axis=0))[0]
-        kids = [c.id for c in self.graph.children(node_id) if c.id in self.node_vectors]
+        # An archive is left out: its overview, a child too, stands for what it holds. Taken in, it
+        # counted whenever its vector happened to be there first (after a later ingest, not after a
+        # reopen), so the same store searched differently once reopened.
+        kids = [
+            c.id
+            for c in self.graph.children(node_id)
+            if c.id in self.node_vectors and c.kind != NodeKind.ARCHIVE
+        ]
         if not kids:
             return None
         return normalise_rows(self.node_vectors.get_many(kids).mean(axis=0))[0]

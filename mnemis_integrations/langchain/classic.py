@@ -57,7 +57,7 @@ class MnemisClassicMemory(BaseMemory):
     namespace: str | None = None
     """Whose memory; ``None`` uses the memory's default namespace."""
     k: int = Field(default=5, gt=0)
-    """How many memories to recall."""
+    """How many memories to recall; a superseded one brings its current successor along, past ``k``."""
     memory_key: str = "history"
     """The chain input variable the recall is returned under."""
     input_key: str | None = None
@@ -81,7 +81,6 @@ class MnemisClassicMemory(BaseMemory):
             hits = self.memory.search(query, k=self.k, namespace=self.namespace) if query.strip() else []
         except NamespaceNotFoundError:
             hits = []
-        hits = hits[: self.k]
         value: str | list[Document] = (
             [to_document(h) for h in hits] if self.return_docs else format_hits(hits, header=self.header)
         )

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.graph import MemoryGraph
-from ..core.messages import parse_timestamp
+from ..core.messages import iso_moment, parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
 from ..core.retrieval.render import memory_block, memory_line
 from ..core.retrieval.results import MemoryHit
@@ -386,14 +386,14 @@ def node_view(node: Node, own: Mapping[str, Any] | None = None) -> dict[str, Any
 
 
 def _as_time(name: str, value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value)
-        except ValueError:
-            pass
-    raise ValueError(f"property {name!r} must be a datetime or an ISO-8601 string, not {value!r}")
+    # Naive taken as UTC, as a message's time is: a naive node time would fail every comparison
+    # with the aware ones the memory holds (a search's ``as_of``) with a TypeError.
+    if value is None:
+        return None
+    moment = iso_moment(value) if isinstance(value, str) else value if isinstance(value, datetime) else None
+    if moment is None:
+        raise ValueError(f"property {name!r} must be a datetime or an ISO-8601 string, not {value!r}")
+    return parse_timestamp(moment)
 
 
 def split_node_properties(properties: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -68,7 +68,12 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
     namespace: str | None = Field(
         default=None, description="Whose memory (e.g. a user id); None uses the memory's default namespace."
     )
-    similarity_top_k: int = Field(default=5, ge=1, description="How many memories to recall at most.")
+    similarity_top_k: int = Field(
+        default=5,
+        ge=1,
+        description="How many memories to recall; a superseded one brings its current successor along, "
+        "past it.",
+    )
     retrieval_context_window: int = Field(
         default=1, ge=1, description="How many of the latest messages form the search query."
     )
@@ -162,4 +167,4 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
             )
         except NamespaceNotFoundError:
             return ""
-        return format_hits(hits[: self.similarity_top_k], max_chars=self.max_chars)
+        return format_hits(hits, max_chars=self.max_chars)

@@ -229,59 +229,35 @@ class OfflineUpdateJudge:
         ``update_min_score``, retires the active fragment holding it. A best candidate in this
         same fragment means the change happened inside it: nothing is linked. Both lookups are
         bounded (``POOL`` neighbours, rare words only), whatever the size of the namespace.
+
+        A fragment told late (an imported history after the live chat) is older than fragments
+        already built, which were judged before it arrived: each later message near one of its
+        messages is judged again, and the first whose best candidate is one of them retires it.
         """
         g = st.graph
         idx = st.build_index()
         own = set(frag.source_ids)
         olds: list[str] = []
+        late = idx.following(st, frag.id) is not None
+        later: dict[str, None] = {}
         for p, m in enumerate(msgs):
             if m.id not in st.msg_vectors or m.id not in st.lexical:
                 continue
-            said = time_order(m)
             # The fragment's later messages are indexed with it, but in a stream they had not arrived:
             # the features are those a message at a time gives (the weights were fitted on those).
             unsaid = [x.id for x in msgs[p + 1 :]]
+            best = self._best_replaced(st, idx, m, unsaid)
+            if late:
 
-            def earlier(mid: str, m: Message = m, said: tuple = said) -> bool:
-                other = st.messages.get(mid)
-                return other is not None and mid != m.id and time_order(other) < said
+                def after(k: str, said: tuple = time_order(m)) -> bool:
+                    other = st.messages.get(k)
+                    return other is not None and k not in own and time_order(other) > said
 
-            near = sorted(
-                (
-                    (k, c)
-                    for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
-                    if earlier(k)
-                ),
-                key=lambda kc: (-kc[1], kc[0]),
-            )[:POOL]
-            by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
-            terms = st.lexical.terms(m.id)
-            rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
-            mine = sum(rarity.values())
-            cosine = dict(near)
-            pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
-            weights = st.lexical.weights(pool, hidden=unsaid)
-            cands = []
-            for k in pool:
-                other = st.messages[k]
-                cands.append(
-                    Earlier(
-                        k,
-                        other.text,
-                        other.speaker,
-                        abs(m.seq - other.seq),
-                        sum(rarity[t] for t in terms & st.lexical.terms(k)),
-                        weights[k],
-                        cosine.get(k),
-                    )
-                )
-            ranked = replaced(m.text, m.speaker, mine, cands)
-            floor = self.cfg.update_min_score
-            best = next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
-            if best is None:
-                continue
-            if best in own:
-                continue  # the change happened inside this fragment
+                near = st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL)
+                found = st.lexical.overlapping(m.text, POOL, after, max_df=OVERLAP_MAX_DF)
+                later.update(dict.fromkeys(k for k in [*near, *(k for k, _ in found)] if after(k)))
+            if best is None or best in own:
+                continue  # nothing replaced, or the change happened inside this fragment
             for fid in idx.holders(st, best):
                 old = g.get(fid) if g.has(fid) and fid != frag.id else None
                 if old is not None and old.kind == NodeKind.FRAGMENT and old.status == Status.ACTIVE:
@@ -294,9 +270,71 @@ class OfflineUpdateJudge:
                         replaced_by=(m.id,),
                     )
                     olds.append(fid)
+        for k in sorted(later, key=lambda k: time_order(st.messages[k])):
+            if frag.status != Status.ACTIVE:
+                break
+            m = st.messages[k]
+            best = self._best_replaced(st, idx, m, ())
+            holders = [f for f in idx.holders(st, k) if f != frag.id and g.has(f)]
+            if best in own and holders:
+                newer = g.get(holders[0])
+                supersede(
+                    g,
+                    old_id=frag.id,
+                    new_id=newer.id,
+                    when=m.timestamp or newer.created_at,
+                    replaced=(best,),
+                    replaced_by=(k,),
+                )
+                olds.append(frag.id)
         if olds:
             idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
+
+    def _best_replaced(
+        self, st: NamespaceState, idx: BuildIndex, m: Message, unsaid: Sequence[str]
+    ) -> str | None:
+        """The earlier message ``m`` replaces, if any clears ``update_min_score``; ``unsaid``: indexed
+        messages that had not arrived yet."""
+        said = time_order(m)
+        hidden = set(unsaid)
+
+        def earlier(mid: str) -> bool:
+            other = st.messages.get(mid)
+            return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
+
+        near = sorted(
+            (
+                (k, c)
+                for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
+                if earlier(k)
+            ),
+            key=lambda kc: (-kc[1], kc[0]),
+        )[:POOL]
+        by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
+        terms = st.lexical.terms(m.id)
+        rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
+        mine = sum(rarity.values())
+        cosine = dict(near)
+        pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+        weights = st.lexical.weights(pool, hidden=unsaid)
+        cands = []
+        for k in pool:
+            other = st.messages[k]
+            cands.append(
+                Earlier(
+                    k,
+                    other.text,
+                    other.speaker,
+                    abs(m.seq - other.seq),
+                    sum(rarity[t] for t in terms & st.lexical.terms(k)),
+                    weights[k],
+                    cosine.get(k),
+                )
+            )
+        ranked = replaced(m.text, m.speaker, mine, cands)
+        floor = self.cfg.update_min_score
+        return next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
 
 
 def _replaced_already(st: NamespaceState, idx: BuildIndex, mid: str) -> bool:

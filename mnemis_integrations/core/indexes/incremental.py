@@ -17,20 +17,20 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..model import EdgeKind, Node, NodeKind, Status
+from ..model import EdgeKind, Node, NodeKind, Status, moment
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
 
 __all__ = ["PARENT_KINDS", "BuildIndex", "full_group", "time_key"]
 
-TimeKey = tuple[bool, float, int, str]
+TimeKey = tuple[bool, int, int, str]
 
 
 def time_key(when, node_id: str, seq: int = 0) -> TimeKey:
     """Sort key of a node by a time, latest last; a node without that time sorts after every dated one,
     and nodes of one time by ``seq``, then id."""
-    return (when is None, when.timestamp() if when is not None else 0.0, seq, node_id)
+    return (when is None, moment(when) if when is not None else 0, seq, node_id)
 
 
 def fragment_key(st: NamespaceState, node: Node) -> TimeKey:

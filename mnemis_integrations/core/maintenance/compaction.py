@@ -21,7 +21,7 @@ from datetime import datetime
 
 from ..builder.summarise import shared_words, topic_words_of
 from ..graph import MemoryGraph
-from ..model import Edge, EdgeKind, Node, NodeKind, Status
+from ..model import Edge, EdgeKind, Node, NodeKind, Status, moment
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, STATUS_BEFORE, is_overview
 from ..text import date_span
 from .supersede import REPLACED, REPLACED_BY, supersede
@@ -59,7 +59,7 @@ class CompactionReport:
 
 def _time_key(n: Node) -> tuple:
     t = n.event_time or n.created_at
-    return (t is None, t.timestamp() if t else 0.0, n.id)
+    return (t is None, moment(t) if t else 0, n.id)
 
 
 def plan_compaction(

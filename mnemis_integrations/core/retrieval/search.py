@@ -809,10 +809,11 @@ def _hit(
 
 
 def _successors(q: _Query, nid: str) -> tuple[str, ...]:
-    """The nodes that had replaced ``nid`` by ``as_of``: none while it was still in force then."""
-    succ = q.st.graph.successors_of(nid)
-    if q.as_of is None:
-        return tuple(s.id for s in succ)
-    if q.status.get(nid) != Status.SUPERSEDED:
+    """The nodes that had replaced ``nid`` by ``as_of``, as this search sees them: none while it was
+    still in force then. Compaction gives an overview its originals' links, so an archived original
+    and its overview both replace ``nid``; only the one this search may show is named (the
+    overview, or the original with ``include_archived``)."""
+    if q.as_of is not None and q.status.get(nid) != Status.SUPERSEDED:
         return ()
-    return tuple(s.id for s in succ if s.created_at is None or s.created_at <= q.as_of)
+    # q.status holds every node visible at as_of (a later one is not), a filter's scope aside
+    return tuple(s.id for s in q.st.graph.successors_of(nid) if s.id in q.status)
