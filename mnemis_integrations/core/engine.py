@@ -21,6 +21,7 @@ from ..errors import (
     ConfigError,
     DuplicateMessageError,
     EmbedderMismatchError,
+    InvalidMessageError,
     InvalidQueryError,
     MissingDependencyError,
     NamespaceNotFoundError,
@@ -297,6 +298,35 @@ class MnemisMemory:
     def _dim(self, value: int) -> None:
         self._known_dim = value
 
+    def _embedded(self, rows: Any, n: int, width: int | None = None) -> np.ndarray:
+        """The embedder's answer for ``n`` texts as ``n`` float32 rows (of ``width`` columns, when
+        given), refused unless it has the store's dimension: an id names no dimension when a
+        LangChain ``Embeddings`` has no model name (its class is its id), so two sizes share one."""
+        try:
+            arr = np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"embedder {self.embedder.id!r} returned no array of numbers: {e}") from None
+        if arr.ndim != 2 or arr.shape[0] != n or (width is not None and arr.shape[1] != width):
+            raise ConfigError(
+                f"embedder {self.embedder.id!r} returned an array of shape {arr.shape} for {n} texts, "
+                f"not one vector each{'' if width is None else f' of {width} numbers'}"
+            )
+        dim = self._dim
+        if dim is not None and arr.shape[1] != dim:
+            stored = self._store.get_meta("embedder_id") or self.embedder.id
+            raise EmbedderMismatchError(
+                f"{stored} ({dim} dimensions)", f"{self.embedder.id} ({arr.shape[1]} dimensions)"
+            )
+        return arr
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        qvec = self._embedded(self.embedder.embed_queries([query]), 1)[0]
+        if not np.isfinite(qvec).all():  # every cosine would be NaN: no node at all, as if empty
+            raise InvalidQueryError(
+                f"embedder {self.embedder.id!r} gave the query a vector holding NaN or infinity"
+            )
+        return qvec
+
     def _lock(self, namespace: str) -> threading.RLock:
         with self._guard:
             lock = self._ns_locks.get(namespace)
@@ -331,7 +361,7 @@ class MnemisMemory:
             if not create:
                 raise NamespaceNotFoundError(namespace)
             if self._dim is None:
-                self._dim = int(self.embedder.embed_passages(["dimension probe"]).shape[1])
+                self._dim = int(self._embedded(self.embedder.embed_passages(["dimension probe"]), 1).shape[1])
             st = NamespaceState.empty(namespace, self._dim)
         else:
             st = NamespaceState.restore(
@@ -444,9 +474,12 @@ class MnemisMemory:
 
         Raises:
             InvalidMessageError: a message lacks a field, has a wrong type, empty text, is too long,
-                or has metadata that is not a flat dict of str / int / float / bool values.
+                or has metadata that is not a flat dict of str / int / float / bool values, or the
+                embedder gave its text a vector holding NaN or infinity.
             DuplicateMessageError: an id already stored (or repeated in the batch) with other content.
             InvalidNamespaceError: the namespace name is not acceptable.
+            EmbedderMismatchError: the embedder's vectors have another dimension than the store's.
+            ConfigError: the embedder answered with other than one vector per text.
 
         A failed call writes nothing: the store and the in-memory state stay as they were.
         """
@@ -460,26 +493,36 @@ class MnemisMemory:
 
         bar = _progress_bar(len(msgs), namespace) if show_progress else None
 
+        def refuse_unless_finite(m: Message, rows: np.ndarray) -> None:
+            # one such vector stored makes every cosine of the namespace NaN: no search finds anything
+            if not np.isfinite(rows).all():
+                raise InvalidMessageError(
+                    f"embedder {self.embedder.id!r} gave its text a vector holding NaN or infinity",
+                    message_id=m.id,
+                    index=next(i for i, b in zip(batch_index, msgs, strict=True) if b.id == m.id),
+                )
+
         def embed(todo: list[Message]) -> None:
             step = _PROGRESS_CHUNK if bar is not None else len(todo)
             for i in range(0, len(todo), step):
                 part = todo[i : i + step]
-                embedded.update(
-                    zip(
-                        (m.id for m in part),
-                        self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part]),
-                        strict=True,
-                    )
+                own = self._embedded(
+                    self.embedder.embed_passages([f"{m.speaker}: {m.text}" for m in part]), len(part)
                 )
+                for m, row in zip(part, own, strict=True):
+                    refuse_unless_finite(m, row)
                 # a long message's windows, the part's in one call (core.passages)
                 cut = {m.id: windows(m.text, self.config.build.passage_tokens, count_tokens) for m in part}
                 texts = [f"{m.speaker}: {w}" for m in part for w in cut[m.id]]
                 if texts:
-                    rows, start = self.embedder.embed_passages(texts), 0
+                    rows = self._embedded(self.embedder.embed_passages(texts), len(texts), own.shape[1])
+                    start = 0
                     for m in part:
                         if cut[m.id]:
                             windows_of[m.id] = rows[start : start + len(cut[m.id])]
+                            refuse_unless_finite(m, windows_of[m.id])
                             start += len(cut[m.id])
+                embedded.update(zip((m.id for m in part), own, strict=True))
                 if bar is not None:
                     bar.update(len(part))
 
@@ -685,7 +728,7 @@ class MnemisMemory:
         with self._lock(namespace):
             if not self._state(namespace).messages:
                 raise NamespaceNotFoundError(namespace)
-        qvec = self.embedder.embed_queries([query])[0]  # outside the lock: it can take a while
+        qvec = self._query_vector(query)  # outside the lock: it can take a while
         t1 = time.perf_counter()
         with self._lock(namespace):
             st = self._state(namespace)
@@ -893,7 +936,7 @@ class MnemisMemory:
             qvec = normalise_rows(qvec)[0]
         else:
             _check_query(query, self.config)
-            qvec = self.embedder.embed_queries([query])[0]
+            qvec = self._query_vector(query)
         with self._lock(namespace):
             st = self._state(namespace)
 
@@ -944,7 +987,7 @@ class MnemisMemory:
         }
         if not any(wanted.values()):
             return {}
-        qvec = self.embedder.embed_queries([query])[0]  # outside the locks: it can take a while
+        qvec = self._query_vector(query)  # outside the locks: it can take a while
         keys: list[tuple[str, str]] = []
         cosines: list[np.ndarray] = []
         terms: list[set[str]] = []

@@ -169,8 +169,17 @@ def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> Mnemi
                 "pass the embedder to MnemisMemory(embedder=...) instead"
             )
         return memory
-    if isinstance(embed, str) or inspect.iscoroutinefunction(embed):
-        embed = ensure_embeddings(embed)  # a provider string or an async function, as LangGraph reads them
+    if isinstance(embed, str):
+        embed = ensure_embeddings(embed)  # a "provider:model" string, as LangGraph reads it
+    elif inspect.iscoroutinefunction(embed):
+        # LangGraph wraps one into an Embeddings that only embeds asynchronously, and the memory
+        # embeds synchronously (in a worker thread on the store's async paths): give it a loop there
+        afn = embed
+
+        def embed(texts: Sequence[str]) -> Any:
+            return asyncio.run(afn(list(texts)))
+
+        embed.__name__ = getattr(afn, "__name__", "embed")
     return MnemisMemory(embedder=embed, config=item_level_config())
 
 
