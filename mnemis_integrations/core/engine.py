@@ -89,10 +89,13 @@ def _check_query(query: Any, cfg: MemoryConfig) -> None:
         raise InvalidQueryError("query is not valid Unicode (lone surrogate)")
 
 
-def _only_among(under: set[str], hit: MemoryHit, seen: set[str]) -> bool:
-    """Whether ``hit`` stands for messages (``under`` its node, and its own), all of them in ``seen``;
-    a hit standing for none (an entity) never does."""
-    sources = under | set(hit.source_ids)
+def _only_among(graph: MemoryGraph, hit: MemoryHit, seen: set[str]) -> bool:
+    """Whether ``hit`` stands for messages, all of them in ``seen``: a fragment for those it shows (a
+    filter or ``as_of`` shows only some of its own, and the rest add nothing to it), another node for
+    its own and those beneath it; a hit standing for none (an entity) never does."""
+    sources = set(hit.source_ids)
+    if hit.kind != "fragment":
+        sources |= graph.sources_under(hit.node_id)
     return bool(sources) and sources <= seen
 
 
@@ -702,8 +705,8 @@ class MnemisMemory:
             score_threshold: drop hits whose ``score`` is below this (in [0, 1]); applied after
                 ranking, before ``max_tokens``, so fewer than ``k`` may come back.
             exclude_messages: ids of messages the reader already sees (an agent's window): a hit
-                standing only for such messages (its own and those beneath it) is left out, as it
-                would add nothing; up to ``k`` others take their places.
+                standing only for such messages (a fragment: those it shows; another node: those
+                beneath it) is left out, as it would add nothing; up to ``k`` others take their places.
 
         Raises:
             InvalidQueryError: an empty, over-long or not valid Unicode (lone surrogate) query,
@@ -751,7 +754,7 @@ class MnemisMemory:
                 filter=flt,
             )
             if seen:
-                hits = [h for h in hits if not _only_among(st.graph.sources_under(h.node_id), h, seen)]
+                hits = [h for h in hits if not _only_among(st.graph, h, seen)]
                 hits = _keeping(st, hits, {h.node_id for h in hits[:k]})
             if score_threshold is not None:
                 hits = _above(st, hits, score_threshold)

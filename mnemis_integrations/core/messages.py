@@ -140,8 +140,9 @@ def validate_metadata(
 
     Keys: non-empty strings, not starting with ``$`` (filter operators do), no control
     characters. Values: ``str``, ``int``, ``float`` (finite) or ``bool``; numpy-style numbers
-    become plain ``int`` / ``float``. Nested values, ``None`` and datetimes are refused (store a
-    time as an ISO-8601 string: filters compare such strings as times).
+    become plain ``int`` / ``float``, a ``str`` subclass (a ``str`` enum) a plain ``str``. Nested
+    values, ``None`` and datetimes are refused (store a time as an ISO-8601 string: filters
+    compare such strings as times).
 
     >>> validate_metadata({"channel": "email", "priority": 2}, LimitsConfig())
     {'channel': 'email', 'priority': 2}
@@ -177,15 +178,17 @@ def validate_metadata(
 def _metadata_value(
     key: str, value: Any, limits: LimitsConfig, bad: Callable[[str], Exception]
 ) -> str | int | float | bool:
-    if isinstance(value, (bool, str)):
-        if isinstance(value, str) and (
-            len(value) > limits.max_metadata_chars or "\x00" in value or not encodable(value)
-        ):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if len(value) > limits.max_metadata_chars or "\x00" in value or not encodable(value):
             raise bad(
                 f"value of {key!r} is longer than {limits.max_metadata_chars} characters, holds NUL "
                 "or is not valid Unicode"
             )
-        return value
+        # a str subclass (a str enum, numpy's str_) is read back from a store as a plain str: kept
+        # as given, the same batch sent again after a reopen would differ from what is stored
+        return str.__str__(value)
     if isinstance(value, numbers.Integral):
         if not _INT_RANGE[0] <= int(value) <= _INT_RANGE[1]:
             raise bad(f"value of {key!r} does not fit a signed 64-bit integer")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,7 +41,7 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
-from ..core.engine import check_count
+from ..core.engine import check_count, search_options
 from ..core.messages import coerce_messages, utc_now
 from ..core.model import Edge, Node, NodeKind
 from ..errors import NamespaceNotFoundError
@@ -50,6 +50,7 @@ from ._convert import (
     DOCUMENT_SPEAKER,
     DOCUMENT_TIME_KEYS,
     LABEL_PROPERTY,
+    core_filter,
     document_record,
     edge_kind_for_label,
     entity_node_id,
@@ -675,6 +676,13 @@ class MnemisPGRetriever(BasePGRetriever):
             superseded one brings its current successor along, past it.
         include_text: add LlamaIndex source text for nodes that have a ``ref_doc_id`` (hits
             already carry their messages, so off by default).
+        filters: recall only from messages whose metadata matches, as
+            :class:`~.retriever.MnemisRetriever` ``filters`` (``PropertyGraphIndex.as_retriever``
+            hands its ``filters`` to its sub-retrievers).
+
+    Raises:
+        InvalidQueryError: ``similarity_top_k`` is out of range, or ``filters`` uses an operator or
+            condition Mnemis does not support (checked when built).
     """
 
     def __init__(
@@ -682,6 +690,7 @@ class MnemisPGRetriever(BasePGRetriever):
         graph_store: MnemisPropertyGraphStore,
         similarity_top_k: int = 5,
         include_text: bool = False,
+        filters: Any = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(graph_store, MnemisPropertyGraphStore):
@@ -690,6 +699,9 @@ class MnemisPGRetriever(BasePGRetriever):
             )
         check_count("similarity_top_k", similarity_top_k, graph_store.memory.config.limits.max_k)
         self.similarity_top_k = similarity_top_k
+        self._options = search_options(
+            filter=filters if filters is None or isinstance(filters, Mapping) else core_filter(filters)
+        )
         super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
 
     @property
@@ -700,7 +712,8 @@ class MnemisPGRetriever(BasePGRetriever):
         store = self._mnemis_store
         try:
             hits = store.memory.search(
-                query_bundle.query_str, **search_kwargs(self.similarity_top_k, store.namespace)
+                query_bundle.query_str,
+                **search_kwargs(self.similarity_top_k, store.namespace, **self._options),
             )
         except NamespaceNotFoundError:
             return []
@@ -710,7 +723,8 @@ class MnemisPGRetriever(BasePGRetriever):
         store = self._mnemis_store
         try:
             hits = await store.memory.asearch(
-                query_bundle.query_str, **search_kwargs(self.similarity_top_k, store.namespace)
+                query_bundle.query_str,
+                **search_kwargs(self.similarity_top_k, store.namespace, **self._options),
             )
         except NamespaceNotFoundError:
             return []

@@ -84,11 +84,15 @@ class MnemisPropertyGraphIndex(PropertyGraphIndex):
         **kwargs: Any,
     ) -> BaseRetriever:
         """A ``PGRetriever`` over ``sub_retrievers``, by default one :class:`MnemisPGRetriever`
-        returning at most ``similarity_top_k`` memories."""
+        returning at most ``similarity_top_k`` memories, from messages that match ``filters`` when
+        given (``PropertyGraphIndex`` hands them to its default sub-retrievers too)."""
         if sub_retrievers is None:
             sub_retrievers = [
                 MnemisPGRetriever(
-                    self.mnemis_store, similarity_top_k=similarity_top_k, include_text=include_text
+                    self.mnemis_store,
+                    similarity_top_k=similarity_top_k,
+                    include_text=include_text,
+                    filters=kwargs.get("filters"),
                 )
             ]
         return super().as_retriever(sub_retrievers=sub_retrievers, include_text=include_text, **kwargs)
