@@ -12,9 +12,10 @@ threshold left as ``None`` here is taken from the embedder's
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .model import EdgeKind
 
@@ -31,6 +32,15 @@ __all__ = [
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _not_nan(cls, value: Any) -> Any:
+        # Every comparison with NaN is false: a NaN threshold would pass the bounds, then keep no
+        # node, cut no segment and score every message NaN.
+        if isinstance(value, float) and math.isnan(value):
+            raise ValueError("must be a number, not NaN")
+        return value
 
 
 class BuildConfig(_Frozen):

