@@ -8,6 +8,7 @@ new one replaces; search reads them to put a newer hit before an older one of th
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from .text import MONTHS, WEEKDAYS
@@ -25,8 +26,13 @@ __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated
 # updates only, so that the held-out conversations still test them. Every verb takes its inflections
 # ("Cancelling the U-Haul" was missed), and a word joined by a hyphen is a compound, not a cue
 # ("Mei's drop-waist dress is done" linked a costume note as an update).
+# To ``\b`` a Chinese character is a word character, yet Chinese puts no space around an English
+# word: "会议cancel了" holds the cue "cancel". Chinese cues take their traditional forms too
+# ("推遲", "換成").
+_START, _END = r"(?<![^\W\u4e00-\u9fff])", r"(?![^\W\u4e00-\u9fff])"
 _CHANGE_CUES = re.compile(
-    r"\b(instead|no longer|not anymore|switch(?:e[ds]|ing)? (?:to|over)|chang(?:e[ds]|ing) (?:it |that )?to|"
+    _START
+    + r"(instead|no longer|not anymore|switch(?:e[ds]|ing)? (?:to|over)|chang(?:e[ds]|ing) (?:it |that )?to|"
     r"replac(?:e[ds]?|ing)|cancel(?:l?ed|l?ing|s)?|scrap(?:ped|ping|s)?|drop(?:ped|ping|s)?|"
     r"paus(?:e[ds]?|ing)|postpon(?:e[ds]?|ing)|revers(?:e[ds]?|ing)|"
     r"overturn(?:ed|ing|s)?|call(?:ed|ing|s)? off|mov(?:e[ds]?|ing) to|go(?:ing)? with|"
@@ -39,10 +45,10 @@ _CHANGE_CUES = re.compile(
     r"(?:went|gone|goes|is|are) (?:up|down) to|bump(?:ed|ing|s)? (?:\w+ ){0,2}to|"
     r"push(?:ed|ing|es)? (?:it |out )?to|"
     r"changed (?:my|our) mind|new (?:plan|date|time|venue|total|price|budget|deadline)|shel(?:ved?|ving)|"
-    r"can'?t make it|pull(?:ed|ing|s)? out|back(?:ed|ing|s)? out)\b(?!-)|"
-    r"改成|改为|改用|换成|不再|取消|暂停|放弃|推翻|替换|改回|决定用|推迟|延期|改到|提前到|最终|"
-    r"最后定|定下来|拒了|拒绝|黄了|没谈成|不做了|不要了|再调|调整|调到|降到|涨到|"
-    r"改方案|改一下|变成|不去了|去不了|来不了",
+    r"can'?t make it|pull(?:ed|ing|s)? out|back(?:ed|ing|s)? out)" + _END + r"(?!-)|"
+    r"改成|改[为為]|改用|[换換]成|不再|取消|[暂暫]停|放[弃棄]|推翻|替[换換]|改回|[决決]定用|推[迟遲]|延期|"
+    r"改到|提前到|最[终終]|最[后後]定|定下[来來]|拒了|拒[绝絕]|[黄黃]了|[没沒][谈談]成|不做了|不要了|"
+    r"再[调調]|[调調]整|[调調]到|降到|[涨漲]到|改方案|改一下|[变變]成|不去了|去不了|[来來]不了",
     re.IGNORECASE,
 )
 
@@ -65,6 +71,8 @@ def has_change_cue(text: str) -> bool:
     (True, True, False)
     >>> has_change_cue("Cancelling the U-Haul"), has_change_cue("the drop-waist dress is done")
     (True, False)
+    >>> has_change_cue("周会cancel了"), has_change_cue("發布會推遲了"), has_change_cue("Dropbox的会员")
+    (True, True, False)
     >>> (
     ...     has_change_cue("correction: 8 samples failed, so 88 not 96"),
     ...     has_change_cue("Flights went up to £160"),
@@ -81,8 +89,10 @@ _SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 # names no change ("Nordwind confirmed quote v2", "合同签了"). Search reads it, the update judge does not:
 # a decision may confirm the earlier fact rather than replace it.
 _DECISION = re.compile(
-    r"\b(?:confirm(?:ed|s)?|signed|agreed|decided|settled|finali[sz]ed|locked in|booked|went with|"
-    r"chose|picked)\b|确认|签了|签约|签好|定了|定下|决定|选了|敲定",
+    _START + r"(?:confirm(?:ed|s)?|signed|agreed|decided|settled|finali[sz]ed|locked in|booked|went with|"
+    r"chose|picked)"
+    + _END
+    + r"|[确確][认認]|[签簽]了|[签簽][约約]|[签簽]好|定了|定下|[决決]定|[选選]了|敲定",
     re.IGNORECASE,
 )
 
@@ -104,7 +114,7 @@ def asks(text: str) -> bool:
 
 
 # A value is what an update changes: an amount, a count, a time, a date, a weekday or month.
-_NUMBER = re.compile(r"[$£€¥]?\d+(?:[.,:]\d+)?[%kK万元号月]?")
+_NUMBER = re.compile(r"[$£€¥￥]?\d+(?:[.,:]\d+)?[%％kK万元号月]?")
 # "march" and "may" are also ordinary words: only their capitalised forms count (``_DAY_SHORT``).
 _DAY_NAMES = WEEKDAYS + tuple(m for m in MONTHS if m not in ("march", "may"))
 # Whole names in any case; "may", "march" and the short forms only capitalised ("Tue 16th", "in May"),
@@ -120,7 +130,10 @@ _DAY_SHORT = re.compile(
 def stated_values(text: str) -> frozenset[str]:
     """The values a message states, lower-cased (see :func:`change_values`)."""
     days = (d.lower().rstrip(".")[:3] for d in _DAY.findall(text) + _DAY_SHORT.findall(text))
-    return frozenset([v.lower() for v in _NUMBER.findall(text)] + list(days))
+    # A Chinese keyboard types full-width digits and signs: "５万" and "１５％" are 5万 and 15%. Only the
+    # values are folded, not the text: "230，320" is two numbers, "2,200" one.
+    values = (unicodedata.normalize("NFKC", v).lower() for v in _NUMBER.findall(text))
+    return frozenset([*values, *days])
 
 
 def change_values(text: str) -> set[str]:
@@ -132,6 +145,8 @@ def change_values(text: str) -> set[str]:
     True
     >>> sorted(change_values("开工改成22号"))
     ['22号']
+    >>> change_values("预算５万，１５％") == change_values("预算5万，15%") == {"5万", "15%"}
+    True
     """
     return set(stated_values(text))
 

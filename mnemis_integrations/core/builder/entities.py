@@ -23,12 +23,19 @@ if TYPE_CHECKING:
 __all__ = ["EntityMention", "extract_entities", "find_entities"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
-_CAP_SEQ = re.compile(r"\b[A-Z][\w'’&\-]*(?:\s+(?:of|the|de|for)\s+[A-Z][\w'’&\-]*|\s+[A-Z][\w'’&\-]*)*")
+# A name's letters are word characters save Chinese ones: "好的，Acme的报价改成…" names Acme, not the clause.
+_NAME_CHAR = r"(?:[^\W\u4e00-\u9fff]|['’&\-])"
+_CAP_SEQ = re.compile(
+    rf"\b[A-Z]{_NAME_CHAR}*(?:\s+(?:of|the|de|for)\s+[A-Z]{_NAME_CHAR}*|\s+[A-Z]{_NAME_CHAR}*)*"
+)
 # Only the keyword ignores case: "plan to" must not read as a plan named "to".
 _PLAN_LIKE = re.compile(r"\b(?i:plan|option|version|phase|tier|project)\s+[A-Z0-9]{1,3}\b")
 _VERSION = re.compile(r"\bv\d+(?:\.\d+)*\b", re.IGNORECASE)
+# A short name whole, never the tail of a longer one ("ess方案" of "Business方案"), and a version
+# number whole ("版本1.3" and "版本1.4" are two releases, not one "版本1").
 _ZH_PLAN = re.compile(
-    r"(?:方案|计划|版本|项目)[A-Za-z0-9一二三四五甲乙丙]{1,3}|[A-Za-z0-9]{1,3}(?:方案|计划|版)"
+    r"(?:方案|计划|版本|项目)(?:\d+(?:\.\d+)+|[A-Za-z0-9一二三四五甲乙丙]{1,3}(?![A-Za-z0-9]))"
+    r"|(?<![A-Za-z0-9])[A-Za-z0-9]{1,3}(?:方案|计划|版)"
 )
 # Capitalised words that open sentences or fill chat but name nothing.
 _NOT_NAMES = frozenset(
