@@ -32,7 +32,7 @@ from .builder.pipeline import BuildReport, OfflineBuilder
 from .config import MemoryConfig
 from .embedders import as_embedder, normalise_rows, profile_for
 from .filters import MetadataFilter
-from .graph import MemoryGraph
+from .graph import GraphChanges, MemoryGraph
 from .messages import (
     coerce_messages,
     encodable,
@@ -367,16 +367,7 @@ class MnemisMemory:
                 self._dim = int(self._embedded(self.embedder.embed_passages(["dimension probe"]), 1).shape[1])
             st = NamespaceState.empty(namespace, self._dim)
         else:
-            st = NamespaceState.restore(
-                namespace,
-                self._dim,
-                MemoryGraph.from_data(stored.graph),
-                stored.messages,
-                stored.vector_keys,
-                stored.vectors,
-                version=stored.version,
-                passages=stored.passages,
-            )
+            st = NamespaceState.from_stored(namespace, self._dim, stored)
         with self._guard:
             self._states[namespace] = st
         return st
@@ -390,9 +381,10 @@ class MnemisMemory:
         new_vectors: np.ndarray | None = None,
         removed_messages: Sequence[str] = (),
         new_passages: Mapping[str, np.ndarray] | None = None,
-    ) -> None:
+    ) -> GraphChanges:
         """Persist what changed in ``st`` since it was read or last written, if the store is still
-        at the version ``st`` was read at (the one write path of every change to a namespace)."""
+        at the version ``st`` was read at (the one write path of every change to a namespace).
+        Returns the graph's part of what was written."""
         delta = Delta(
             st.graph.take_changes(),
             list(new_messages),
@@ -401,10 +393,11 @@ class MnemisMemory:
             list(removed_messages),
         )
         if not delta:
-            return
+            return delta.graph
         # The embedder id and dimension commit with the first write, so no crash can separate them.
         meta = {"embedder_id": self.embedder.id, "dim": str(self._dim)} if self._dim is not None else None
         st.version = self._store.write(namespace, delta, st.version, meta)
+        return delta.graph
 
     def _retrying(self, namespace: str, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` (which reads fresh state and writes once) until no other writer got
@@ -452,11 +445,17 @@ class MnemisMemory:
         with self._lock(namespace):
             return look(self._state(namespace).graph)
 
-    def messages(self, namespace: str | None = None) -> list[Message]:
-        """Every acknowledged message of a namespace, in arrival order."""
+    def messages(self, namespace: str | None = None, *, ids: Iterable[str] | None = None) -> list[Message]:
+        """Every acknowledged message of a namespace, in arrival order; with ``ids``, only those of
+        them that are stored (what one caller asks of a large namespace need not copy all of it)."""
         namespace = self._ns(namespace)
+        wanted = None if ids is None else _message_ids(ids)
         with self._lock(namespace):
-            return [m.detached() for m in self._state(namespace).messages.values()]
+            held = self._state(namespace).messages
+            if wanted is None:
+                return [m.detached() for m in held.values()]
+            found = [held[i] for i in dict.fromkeys(wanted) if i in held]
+            return [m.detached() for m in sorted(found, key=lambda m: m.seq)]
 
     # ------------------------------------------------------------------ writing
     def add_messages(
@@ -648,6 +647,30 @@ class MnemisMemory:
             before = _snapshot(st.graph)
             result = change(st)
             self._persist_edit(namespace, st, before)
+            return result
+
+        with self._lock(namespace):
+            return self._retrying(namespace, attempt)
+
+    def apply_journaled(self, change: Callable[[MemoryGraph], T], namespace: str | None = None) -> T:
+        """``change(graph)`` persisted and run again on a fresh copy as :meth:`apply` does it, for a
+        change made only through the graph's own methods (``add_node``, ``add_edge``, ``remove_node``,
+        ``remove_edge``, and ``touch`` for a node changed in place), so that the graph's journal holds
+        all it changed.
+
+        :meth:`apply` compares every node with a copy taken before the change, since a hand edit may
+        change one in place unrecorded, and then derives the whole state again; here the journal alone
+        says what to write, and only what the change reaches is derived again
+        (:meth:`NamespaceState.derive_changes`): adding one document's node costs what that node does,
+        whatever the namespace holds. A node changed in place and not touched is not written.
+        """
+        namespace = self._ns(namespace)
+
+        def attempt() -> T:
+            st = self._state(namespace, create=True)
+            nodes_before = len(st.graph)
+            result = change(st.graph)
+            st.derive_changes(self._write(namespace, st), nodes_before)
             return result
 
         with self._lock(namespace):

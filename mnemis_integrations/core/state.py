@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .embedders import normalise_rows
-from .graph import MemoryGraph
+from .graph import GraphChanges, MemoryGraph
 from .indexes.entities import EntityIndex
 from .indexes.incremental import BuildIndex
 from .indexes.lexical import LexicalIndex
@@ -21,7 +21,14 @@ from .model import EdgeKind, Message, Node, NodeKind
 from .passages import passage_key
 from .text import content_words
 
+if TYPE_CHECKING:
+    from .storage.base import StoredNamespace
+
 __all__ = ["NamespaceState"]
+
+# The edges something is derived from: a parent's vector and its child count (belongs_to), an
+# entity's mentions (mentions). Search reads every other edge off the graph as it is.
+_DERIVED_FROM_EDGES = frozenset({EdgeKind.BELONGS_TO.value, EdgeKind.MENTIONS.value})
 
 
 @dataclass
@@ -59,6 +66,20 @@ class NamespaceState:
     @classmethod
     def empty(cls, namespace: str, dim: int) -> NamespaceState:
         return cls(namespace=namespace, dim=dim, graph=MemoryGraph(namespace))
+
+    @classmethod
+    def from_stored(cls, namespace: str, dim: int, stored: StoredNamespace) -> NamespaceState:
+        """The namespace as a store's ``load`` gave it (graph, messages, vectors, passages, version)."""
+        return cls.restore(
+            namespace,
+            dim,
+            MemoryGraph.from_data(stored.graph),
+            stored.messages,
+            stored.vector_keys,
+            stored.vectors,
+            version=stored.version,
+            passages=stored.passages,
+        )
 
     @classmethod
     def restore(
@@ -137,6 +158,40 @@ class NamespaceState:
             [n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)]
         )
         st.refresh_vectors([n.id for n in graph.nodes(NodeKind.CONCEPT)])
+
+    def derive_changes(self, changes: GraphChanges, nodes_before: int) -> None:
+        """Derive again what a change written from the graph's journal reaches (``changes``: what
+        was written; ``nodes_before``: the graph's node count before the change).
+
+        At the cost of the change when it only made new nodes, no new fragment holds messages
+        (their vectors, words and holders are derived) and no ``belongs_to`` or ``mentions`` edge
+        was added or removed; otherwise, a node it changed or removed among them (the journal keeps
+        no earlier form to take back), everything again (:meth:`rederive`).
+        """
+        made = changes.nodes
+        # Every node the graph held before is still there when none was removed, so the node count
+        # grew by the number of new nodes; the journal names no more nodes only if none of those
+        # it held before was changed.
+        only_made = not changes.removed_nodes and len(made) == len(self.graph) - nodes_before
+        edge_kinds = {e.kind.value for e in changes.edges} | {
+            key.split(":", 1)[0] for _, _, key in changes.removed_edges
+        }
+        if (
+            not only_made
+            or edge_kinds & _DERIVED_FROM_EDGES
+            or any(n.kind == NodeKind.FRAGMENT and n.source_ids for n in made)
+        ):
+            self.rederive()
+            return
+        self.path_cache = None  # memos key on the version, which the write moved
+        for n in made:  # after every node held before, as rederive reads them: the same name wins
+            if n.kind == NodeKind.ENTITY:
+                self.entities.add(n.label, n.id)
+                for a in n.aliases:
+                    self.entities.add(a, n.id)
+        idx = self.__dict__.get("_build_index")
+        if idx is not None:
+            idx.nodes_made(self, made, nodes_before)
 
     # Hierarchy vectors are centroids: a fragment's is the mean of its messages', a parent's the
     # mean of its children's. They are derived, so a reopened store needs no embedding at all.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -139,7 +139,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
           that no other relation holds (the placeholder entity LlamaIndex's ``SOURCE`` relation
           creates for the document among them). Forgetting the namespace's last message removes
           the namespace, as ``forget`` does.
-        * Every write is one conditional write of the memory (:meth:`MnemisMemory.apply`,
+        * Every write is one conditional write of the memory (:meth:`MnemisMemory.apply_journaled`,
           ``add_messages``, ``forget``): a write that another writer beat is run again on the
           fresh graph, never applied over it.
         * ``persist`` does nothing: the memory persists itself (``MnemisMemory(path=...)``).
@@ -198,8 +198,11 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             return empty
 
     def _write(self, change: Callable[[MemoryGraph], None]) -> None:
-        # apply, not edit: a write refused because another writer came first runs again on fresh state
-        self.memory.apply(change, namespace=self.namespace)
+        # apply_journaled, not edit: a write refused because another writer came first runs again on
+        # fresh state. Every change here goes through the graph's own methods (add_node builds a new
+        # Node, never edits one in place), so the journal says what changed and the memory derives
+        # again only what that reaches, not the whole namespace for each document.
+        self.memory.apply_journaled(change, namespace=self.namespace)
 
     def _to_llama(self, node: Node) -> LabelledNode:
         view = node_view(node, node.properties)
@@ -338,8 +341,12 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             refuse_nul("node id", lnode.id)
             refuse_nul("node label", lnode.label)
 
+        # Only an entity is looked up by its LlamaIndex id (its name), a chunk by its node id: a
+        # document's chunks alone need no index of the whole graph.
+        names_wanted = any(isinstance(lnode, EntityNode) for lnode in nodes)
+
         def change(g: MemoryGraph) -> None:
-            index = self._by_llama_id(g)
+            index = self._by_llama_id(g) if names_wanted else {}
             for lnode in nodes:
                 if isinstance(lnode, EntityNode):
                     node = self._upsert_entity(g, index, lnode)
@@ -483,9 +490,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         if replaced:  # the chunks held the replaced texts, and forget's purge came before this write
             self.memory.purge()
 
-    def _stored_messages(self) -> dict[str, Any]:
+    def _stored_messages(self, ids: Iterable[str]) -> dict[str, Any]:
+        """The stored messages among ``ids``, by id."""
         try:
-            return {m.id: m for m in self.memory.messages(namespace=self.namespace)}
+            return {m.id: m for m in self.memory.messages(namespace=self.namespace, ids=ids)}
         except NamespaceNotFoundError:
             return {}
 
@@ -493,7 +501,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         """Store ``records`` as messages, forgetting the earlier text of each stored again with
         other text; returns whether one was."""
         coerce_messages(records, self.memory.config.limits)  # refuse bad input before forgetting anything
-        known = self._stored_messages()
+        known = self._stored_messages(r["id"] for r in records)
         old = {r["id"]: known[r["id"]] for r in records if r["id"] in known}
         changed = [
             r["id"]
@@ -538,7 +546,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         )
         if texts is None:
             return
-        messages = sorted(texts & self._stored_messages().keys())
+        messages = sorted(self._stored_messages(texts))
         if messages:
             self.memory.forget(messages, namespace=self.namespace)
 

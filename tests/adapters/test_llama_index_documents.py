@@ -403,3 +403,117 @@ def test_a_write_another_writer_beat_runs_again_on_the_fresh_graph(name, tmp_pat
     fresh = MnemisPropertyGraphStore(memory=reopened, namespace="docs")
     assert raced and reopened.graph("docs").has("hand")  # the other writer's change survived
     assert applied(fresh, reopened)  # and so did this store's
+
+
+# ---------------------------------------------------------------------------------------------
+# Writes go through the graph's journal (MnemisMemory.apply_journaled), with apply's results
+# ---------------------------------------------------------------------------------------------
+
+
+def _every_kind_of_write(store: MnemisPropertyGraphStore) -> None:
+    """Documents through an index (chunks, extracted entities and relations), a document stored
+    again unchanged and with other text, entities, relations and a deletion, with chat between."""
+    splitter = SentenceSplitter(chunk_size=24, chunk_overlap=0, id_func=lambda i, doc: f"{doc.id_}-{i}")
+    index = PropertyGraphIndex.from_documents(
+        _docs(),
+        property_graph_store=store,
+        kg_extractors=[FACTS, ImplicitPathExtractor()],
+        embed_kg_nodes=False,
+        transformations=[splitter],
+    )
+    store.memory.add_messages(
+        [{"id": "c1", "speaker": "ann", "text": "Logan says the refund cleared today.", "timestamp": NOW}],
+        namespace=store.namespace,
+    )
+    index.insert(Document(text="Logan approved the noodle bar budget.", id_="doc-3"))
+    store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window is Tuesday night.")])
+    store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window is Tuesday night.")])  # no-op
+    store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window moved to Thursday morning.")])
+    store.upsert_nodes(
+        [EntityNode(name="Bea", label="PERSON"), ChunkNode(text="A note by hand.", id_="note")]
+    )
+    store.upsert_relations([Relation(label="KNOWS", source_id="Bea", target_id="Cal")])
+    index.delete_ref_doc("doc-2")
+    store.memory.add_messages(
+        [{"id": "c2", "speaker": "bob", "text": "Bea moved the deploy to Thursday.", "timestamp": NOW}],
+        namespace=store.namespace,
+    )
+
+
+def _as_seen(store: MnemisPropertyGraphStore) -> dict:
+    mem, ns = store.memory, store.namespace
+    queries = ["refund bounced at the bank", "deploy window Thursday", "noodle bar budget", "Bea knows Cal"]
+    retriever = MnemisPGRetriever(store, similarity_top_k=5)
+    return {
+        "graph": mem.graph(ns).to_data(),
+        "messages": [m.to_dict() for m in mem.messages(ns)],
+        "vector_query": [
+            (lambda found: ([n.id for n in found[0]], found[1]))(
+                store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=8))
+            )
+            for q in queries
+        ],
+        "retrieved": [
+            [(n.node.get_content(), n.score, n.node.metadata["node_id"]) for n in retriever.retrieve(q)]
+            for q in queries
+        ],
+        "triplets": [(a.id, r.label, b.id) for a, r, b in store.get_triplets(entity_names=["Logan", "Bea"])],
+    }
+
+
+def test_writes_through_the_journal_end_as_writes_through_apply(monkeypatch):
+    """The same writes into two stores, one forced through ``MnemisMemory.apply`` (which compares
+    every node and derives the whole state again after each write): the same graph, messages,
+    vector_query answers and retrieved memory."""
+    journaled = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    applied = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    monkeypatch.setattr(applied.memory, "apply_journaled", applied.memory.apply)
+    _every_kind_of_write(journaled)
+    _every_kind_of_write(applied)
+    seen = _as_seen(journaled)
+    assert seen == _as_seen(applied)
+    assert seen["graph"]["nodes"] and all(hits for hits in seen["retrieved"])
+
+
+def test_a_documents_chunk_write_another_writer_beat_runs_again_on_the_fresh_graph(tmp_path, monkeypatch):
+    """The other process writes between the read and the write of the chunk node itself (the
+    document's message is already in): the chunk's write is refused, made again on the fresh graph,
+    and the memory answers from that graph as a reopened one does."""
+    path = str(tmp_path / "shared.db")
+    mine = make_memory(path, messages=())
+    store = MnemisPropertyGraphStore(memory=mine, namespace="docs", clock=lambda: NOW)
+    store.upsert_llama_nodes([TextNode(id_="t1", text="The offsite is at the lighthouse.")])
+    other = make_memory(path, messages=())
+
+    real_write, versions = mine._store.write, []
+
+    def write_after_the_other_writer(namespace: str, delta: Any, expected: int, meta: Any = None) -> int:
+        if [n.id for n in delta.graph.nodes] == ["t2"]:  # the chunk node, after its message
+            if not versions:
+                other.add_messages(
+                    [{"id": "o1", "speaker": "bob", "text": "The budget review needs the offsite costs."}],
+                    namespace="docs",
+                )
+                other.apply(
+                    lambda g: g.add_node(Node("hand", NodeKind.ENTITY, "Zed", "docs")), namespace="docs"
+                )
+            versions.append(expected)
+        return real_write(namespace, delta, expected, meta)
+
+    monkeypatch.setattr(mine._store, "write", write_after_the_other_writer)
+    store.upsert_llama_nodes([TextNode(id_="t2", text="The budget review moved to Friday.")])
+
+    assert len(versions) == 2 and versions[1] > versions[0]  # refused once, then written on the fresh version
+    reopened = MnemisPropertyGraphStore(memory=make_memory(path, messages=()), namespace="docs")
+    assert mine.graph("docs").to_data() == reopened.memory.graph("docs").to_data()
+    assert {"hand", "t2", "o1"} <= {n.id for n in mine.graph("docs").nodes()} | {
+        m.id for m in mine.messages("docs")
+    }
+    for query in ("budget review Friday", "offsite lighthouse", "Zed"):
+        assert _answers(store, query) == _answers(reopened, query)
+
+
+def _answers(store: MnemisPropertyGraphStore, query: str) -> tuple:
+    nodes, scores = store.vector_query(VectorStoreQuery(query_str=query, similarity_top_k=6))
+    hits = store.memory.search(query, k=6, namespace=store.namespace)
+    return [n.id for n in nodes], scores, [(h.node_id, h.score, h.text) for h in hits]

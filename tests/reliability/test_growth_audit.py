@@ -158,15 +158,12 @@ def _document_ingest_scan(n: int) -> int:
     return seen[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: the LlamaIndex graph store writes its chunk nodes through MnemisMemory.apply, whose "
-    "snapshot-and-compare covers the whole namespace; an incremental path for documents is not written yet",
-)
 def test_inserting_one_document_into_the_property_graph_store_does_not_scan_the_namespace():
-    """``MnemisPropertyGraphStore.upsert_llama_nodes`` writes its chunk node through
+    """``MnemisPropertyGraphStore.upsert_llama_nodes`` wrote its chunk node through
     ``MnemisMemory.apply``, which snapshots and compares every node and then derives the whole
-    state again (every fragment's words and vector), and indexes every node by LlamaIndex id."""
+    state again (every fragment's words and vector), indexed every node by LlamaIndex id, and
+    copied every message to look up the document's. Now the chunk goes through
+    ``apply_journaled``, which derives only what the new node reaches."""
     assert_bounded(
         _document_ingest_scan(SMALL), _document_ingest_scan(LARGE), "graph nodes listed per document"
     )

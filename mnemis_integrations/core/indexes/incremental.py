@@ -252,6 +252,19 @@ class BuildIndex:
                 self.active.add(node.id)
         self._file(node.id, fragment_key(st, node) if _is_open(node) else None)
 
+    def nodes_made(self, st: NamespaceState, nodes: list[Node], nodes_before: int) -> None:
+        """A change other than the builder's made ``nodes``, with no edge this index reads and no
+        message of a fragment (``NamespaceState.derive_changes``); the graph held ``nodes_before``."""
+        if self.n_nodes != nodes_before:  # out of step already: built again on next use
+            return
+        self.n_nodes = len(st.graph)
+        for node in nodes:
+            if node.kind == NodeKind.FRAGMENT:
+                self.fragment_written(st, node, created=True)
+            elif node.kind == NodeKind.ENTITY and self._built:
+                self._mentions.setdefault(node.id, set())
+                self._mention_order.setdefault(node.id, [])
+
     # ------------------------------------------------------------------ fragments
     def fragment_count(self, st: NamespaceState) -> int:
         self.ready(st)
