@@ -64,6 +64,7 @@ _ORD_STEP = 1 << 20  # element order: version * step + position in the write
 
 _Q_META_GET = "MATCH (m:Meta {key: $key}) RETURN m.value"
 _Q_META_SET = "MERGE (m:Meta {key: $key}) SET m.value = $value"
+_Q_META_CLAIM = "MERGE (m:Meta {key: $key}) ON CREATE SET m.value = $value RETURN m.value"
 _Q_VERSION = "MATCH (:Meta {key: 'version'})-[v:VERSION]->() RETURN v.value"
 # a long message's vec also holds its passage vectors: the shortest is one vector
 _Q_DIM = "MATCH (m:Message) RETURN m.vec ORDER BY size(m.vec) LIMIT 1"
@@ -304,10 +305,12 @@ class FalkorDBStore:
     def _exists(self, name: str) -> bool:
         return name in self._db.list_graphs()
 
-    def _graph(self, namespace: str):
+    def _graph(self, namespace: str, creating: bool = False):
         name = _PREFIX + namespace
         g = self._db.select_graph(name)
-        if name not in self._indexed:
+        # A write that creates the namespace makes its indexes again: another writer may have
+        # deleted the graph, and its indexes with it, since this object made them.
+        if creating or name not in self._indexed:
             for create, label in (
                 (g.create_node_range_index, "Node"),
                 (g.create_node_range_index, "Message"),
@@ -461,16 +464,18 @@ class FalkorDBStore:
         """
         for key, value in (meta or {}).items():
             if self._meta_known.get(key) != value:  # checked once per store object, not per write
-                stored = self.get_meta(key)
                 if key == "embedder_id":
-                    refuse_another_embedder(stored, meta)
-                if stored != value:
+                    # set only if absent and read back in one query: of two first writers naming
+                    # different embedders, the second sees the first's and is refused
+                    stored = self._meta.query(_Q_META_CLAIM, {"key": key, "value": value}).result_set
+                    refuse_another_embedder(stored[0][0], meta)
+                elif self.get_meta(key) != value:
                     self.set_meta(key, value)
                 self._meta_known[key] = value
         new = int(self._db.connection.incr(_SEQ_KEY))
         params = self._params(delta, new) | {"expected": expected_version, "new": new}
         try:
-            written = self._graph(namespace).query(_Q_WRITE, params).result_set[0][0]
+            written = self._graph(namespace, expected_version == 0).query(_Q_WRITE, params).result_set[0][0]
         except Exception:
             self._drop_if_empty(namespace)
             raise
