@@ -129,15 +129,11 @@ def _edge_bytes_per_add(n: int) -> float:
     return sum(written) / len(written)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: a relation's edge lists every message it was read from, which forget needs to remove it "
-    "with the last of them; bounding it needs another record of where relations come from",
-)
 def test_restating_a_relation_writes_no_more_the_larger_the_memory():
-    """``link._add_relation`` keeps on the relation edge every message it was read from and
-    rewrites the whole edge each time the relation is read again: the bytes one message writes
-    grow with how often the relation was stated before."""
+    """``link._add_relation`` kept on the relation edge every message it was read from and
+    rewrote the whole edge each time the relation was read again: the bytes one message wrote
+    grew with how often the relation was stated before (now the edge counts them and the
+    fragments record which they are)."""
     assert_bounded(_edge_bytes_per_add(SMALL), _edge_bytes_per_add(LARGE), "edge bytes written per add")
 
 

@@ -10,9 +10,9 @@ from fakes import CONVERSATION
 from test_llm_builder import Router, build, context_of, fake
 
 from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.builder.link import READ_FROM
 from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig, LLMBuilder
 from mnemis_integrations.core.builder.llm_structured import JSONRepairError, extract_json
+from mnemis_integrations.core.builder.relation_sources import read_from
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.model import EdgeKind, NodeKind
 
@@ -148,8 +148,9 @@ def test_a_relation_the_model_found_records_the_messages_it_was_read_from():
         ]
     )
     mem, _, _ = build(router, messages=msgs)
-    (edge,) = [e for e in mem.graph("u1").edges(EdgeKind.RELATION) if e.label == "vaccinated_at"]
-    read = edge.properties[READ_FROM]
+    g = mem.graph("u1")
+    (edge,) = [e for e in g.edges(EdgeKind.RELATION) if e.label == "vaccinated_at"]
+    read = read_from(g, edge)
     stored = {m.id: m.text for m in mem.messages("u1")}
     assert read and set(read) <= set(stored)
     naming_both = [i for i in read if "Rex" in stored[i] and "Elm Street" in stored[i]]

@@ -10,7 +10,7 @@ from _over_time import LAST, WEEKS, msg
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder import review as rv
-from mnemis_integrations.core.builder.link import READ_FROM
+from mnemis_integrations.core.builder.relation_sources import read_from
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.maintenance.supersede import supersede
 from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
@@ -158,10 +158,8 @@ def test_a_relation_goes_with_the_messages_it_was_read_from_and_stays_while_one_
     mem.add_messages(msgs, namespace="u")
 
     def relations():
-        return {
-            (e.src, e.dst, e.label): e.properties.get(READ_FROM)
-            for e in mem.graph("u").edges(EdgeKind.RELATION)
-        }
+        g = mem.graph("u")
+        return {(e.src, e.dst, e.label): read_from(g, e) for e in g.edges(EdgeKind.RELATION)}
 
     assert relations()[("e:rex", "e:elm street", "vaccines_clinic")] == ["m1"]
     assert relations()[("e:rex", "e:maya", "walks")] == ["m4", "m5"]

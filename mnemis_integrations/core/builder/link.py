@@ -19,6 +19,7 @@ from ..changes import has_change_cue
 from ..model import Edge, EdgeKind, Message, Node, NodeKind
 from ..text import STOPWORDS, names, normalise_name
 from .entities import EntityMention
+from .relation_sources import READ_FROM, read_again
 from .steps import BuildReport
 
 if TYPE_CHECKING:
@@ -34,10 +35,6 @@ __all__ = [
     "pick_references",
     "relation_label",
 ]
-
-# On a relation edge: the ids of the messages it was read from, so that forgetting them removes it
-# (its label seldom quotes them: "vaccinated_at" read from "has his vaccines at the clinic on Elm St").
-READ_FROM = "read_from"
 
 DISTINCTIVE_MAX_MENTIONS = 256
 
@@ -89,7 +86,7 @@ def link_entities(
             eid = _entity(st, name, m.timestamp, rep)
             if eid and eid not in ent_ids:
                 ent_ids.append(eid)
-        _sentence_relations(st, m, ms)
+        _sentence_relations(st, frag, m, ms)
     idx = st.build_index()
     had = set() if is_new else {e.dst for e in g.out_edges(frag.id, EdgeKind.MENTIONS)}
     for eid in ent_ids:
@@ -122,7 +119,7 @@ def _entity(st: NamespaceState, name: str, when: datetime | None, rep: BuildRepo
     return eid
 
 
-def _sentence_relations(st: NamespaceState, m: Message, ms: list[EntityMention]) -> None:
+def _sentence_relations(st: NamespaceState, frag: Node, m: Message, ms: list[EntityMention]) -> None:
     """Labelled relations between entities named in one sentence, in reading order."""
     if len(ms) < 2:
         return
@@ -139,7 +136,7 @@ def _sentence_relations(st: NamespaceState, m: Message, ms: list[EntityMention])
             ea, eb = st.entities.get(a.key), st.entities.get(b.key)
             if ea and eb:
                 label = relation_label(sent[pa + len(a.name) : pb])
-                _add_relation(st, ea, eb, label, m.timestamp, [m.id])
+                _add_relation(st, frag, ea, eb, label, m.timestamp, [m.id])
 
 
 def link_model_relations(st: NamespaceState, frag: Node, relations: Sequence[RelationItem]) -> None:
@@ -150,20 +147,17 @@ def link_model_relations(st: NamespaceState, frag: Node, relations: Sequence[Rel
         if a and b and a != b:
             label = "_".join(r.relation.lower().split()[:3])
             both = [m.id for m in msgs if names(m.text, r.source) and names(m.text, r.target)]
-            _add_relation(st, a, b, label, frag.event_time, both or [m.id for m in msgs])
+            _add_relation(st, frag, a, b, label, frag.event_time, both or [m.id for m in msgs])
 
 
 def _add_relation(
-    st: NamespaceState, a: str, b: str, label: str, when: datetime | None, read_from: list[str]
+    st: NamespaceState, frag: Node, a: str, b: str, label: str, when: datetime | None, read_from: list[str]
 ) -> None:
-    """The relation a -> b, read (again) from these messages: one edge, holding every message it was
-    read from."""
+    """The relation a -> b, read (again) from these messages of ``frag``: one edge, which counts
+    the messages it was read from while ``frag`` records which they are (``relation_sources``)."""
     prior = st.graph.edge(a, b, EdgeKind.RELATION, label)
-    seen = prior.properties.get(READ_FROM, ()) if prior is not None else ()
-    read = list(dict.fromkeys([*seen, *read_from]))
-    st.graph.add_edge(
-        Edge(a, b, EdgeKind.RELATION, label=label, created_at=when, properties={READ_FROM: read})
-    )
+    read = read_again(st.graph, frag, (a, b, label), read_from, prior, st.version)
+    st.graph.add_edge(Edge(a, b, EdgeKind.RELATION, label=label, created_at=when, properties=read))
 
 
 def _distinctive(st: NamespaceState, frag_id: str, counts: dict[str, int], n_frag: int) -> set[str]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from ..builder.entities import extract_entities
-from ..builder.link import READ_FROM
+from ..builder.relation_sources import RelationsFed, fed_by, records_sources, sources_after, strip_records
 from ..builder.summarise import (
     TOPIC_WORDS,
     fragment_label,
@@ -36,7 +36,7 @@ from ..builder.summarise import (
     topic_words_of,
 )
 from ..config import BuildConfig
-from ..graph import MemoryGraph
+from ..graph import MemoryGraph, edge_key
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
@@ -88,10 +88,12 @@ def forget_messages(
     reactivated: list[str] = []
     old_tokens = {f: _tokens(st, f) for f in holders}
     entities = {e.dst for f in holders for e in g.out_edges(f, EdgeKind.MENTIONS)}
+    fed = fed_by([g.get(f) for f in holders], drop)  # read before an emptied fragment goes
     parents: set[str] = set()
     for fid in holders:
         node = g.get(fid)
         node.source_ids = [m for m in node.source_ids if m not in drop]
+        strip_records(g, node, drop)
         parents.update(p.id for p in g.ancestors(fid))
     for m in gone:
         st.messages.pop(m, None)
@@ -111,7 +113,7 @@ def forget_messages(
         else:
             _rederive_fragment(st, node, cfg, n_fragments)
     _drop_links_through(st, holders, drop, reactivated)
-    _drop_relations_from(st, texts, drop, entities)
+    _drop_relations_from(st, texts, drop, entities, fed)
     removed_entities = _drop_unmentioned_entities(st, entities)
     _drop_forgotten_aliases(st, entities, messages)
     for fid in holders:
@@ -242,29 +244,38 @@ def _drop_links_through(
                 _current_again_if_unreplaced(g, e.dst, reactivated)
 
 
-def _drop_relations_from(st: NamespaceState, texts: list[str], gone: set[str], mentioned: set[str]) -> None:
-    """Remove entity relations read from the forgotten messages: those a relation records
-    (``READ_FROM``) go from it, and it goes with the last; one that records none (written before
+def _drop_relations_from(
+    st: NamespaceState, texts: list[str], gone: set[str], mentioned: set[str], fed: RelationsFed
+) -> None:
+    """Remove entity relations read from the forgotten messages: those a relation counts (``fed``,
+    from the records of the fragments that held them) or lists (``READ_FROM``, written before
+    records) go from it, and it goes with the last; one that records none (written before
     relations did) goes when its label quotes a forgotten sentence."""
     g = st.graph
     named = extract_entities(texts, known=st.entities.keys())
     ids = {st.entities.get(em.name) for ments in named for em in ments} - {None}
     lowered = [t.lower() for t in texts]
     # A relation joins two entities a forgotten message named: looked up pair by pair, as a
-    # speaker's entity may hold a relation for most messages of the namespace.
+    # speaker's entity may hold a relation for most messages of the namespace. Those a record
+    # names are looked up too (a model may relate entities its fragment does not mention); one an
+    # entity merge moved is found by its pair, and by its token.
     ends = sorted(eid for eid in ids | mentioned if g.has(eid))
     pairs = [(a, b) for a in ends for b in ends if a != b]
-    for e in [e for a, b in pairs for e in g.edges_between(a, b, EdgeKind.RELATION)]:
-        read = e.properties.get(READ_FROM)
-        if read is None:
+    found = {edge_key(e): e for a, b in pairs for e in g.edges_between(a, b, EdgeKind.RELATION)}
+    for src, dst, label in fed.keys:
+        e = g.edge(src, dst, EdgeKind.RELATION, label) if g.has(src) and g.has(dst) else None
+        if e is not None:
+            found.setdefault(edge_key(e), e)
+    for e in found.values():
+        if not records_sources(e.properties):
             if e.src in ids and e.dst in ids and any(e.label.lower() in t for t in lowered):
                 g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
             continue
-        left = [m for m in read if m not in gone]
-        if not left:
+        after = sources_after(e.properties, gone, fed.counts)
+        if after is None:
             g.remove_edge(e.src, e.dst, EdgeKind.RELATION, e.label)
-        elif len(left) < len(read):
-            g.add_edge(replace(e, properties={**e.properties, READ_FROM: left}))
+        elif after != e.properties:
+            g.add_edge(replace(e, properties=after))
 
 
 def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list[str]:

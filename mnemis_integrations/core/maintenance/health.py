@@ -18,7 +18,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from ..builder.link import READ_FROM
+from ..builder.relation_sources import READ_COUNTS, READ_FROM, merged_sources
 from ..graph import MemoryGraph
 from ..model import Edge, EdgeKind, Node, NodeKind, Status
 from ..text import normalise_name
@@ -404,18 +404,15 @@ def check_health(
 
 
 def _repointed(graph: MemoryGraph, e: Edge, src: str, dst: str) -> Edge:
-    """``e`` moved to ``src`` -> ``dst`` with its properties: a relation keeps the messages it was
-    read from (``READ_FROM``), by which a forget of the last of them removes it. Where the kept
-    entity holds the same relation, the merged one was read from both lists; from unknown messages
-    when either list is unknown (a relation written before they were recorded)."""
+    """``e`` moved to ``src`` -> ``dst`` with its properties: a relation keeps what it was read from
+    (``relation_sources``), by which a forget of the last of its messages removes it. Where the
+    kept entity holds the same relation, the merged one was read from the messages of both; from
+    unknown messages when either is unknown (a relation written before they were recorded)."""
     properties = dict(e.properties)
     prior = graph.edge(src, dst, e.kind, e.label)
     if prior is not None:
-        read = prior.properties.get(READ_FROM), properties.get(READ_FROM)
-        if read[0] is not None and read[1] is not None:
-            properties[READ_FROM] = list(dict.fromkeys([*read[0], *read[1]]))
-        else:
-            properties.pop(READ_FROM, None)
+        properties = {k: v for k, v in properties.items() if k not in (READ_FROM, READ_COUNTS)}
+        properties.update(merged_sources(prior.properties, e.properties))
     return replace(e, src=src, dst=dst, properties=properties)
 
 

@@ -1,0 +1,216 @@
+"""A relation goes exactly when the last message it was read from is forgotten: each fragment
+records which relations its messages were read for and the edge counts them, so restating a
+relation writes a bounded amount (``relation_sources``)."""
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.builder.relation_sources import (
+    READ_COUNTS,
+    READ_FROM,
+    RELATIONS_READ,
+    read_from,
+)
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.core.model import EdgeKind, NodeKind
+
+T0 = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+
+
+def said(i: int, minutes: int) -> dict:
+    return {
+        "id": f"m{i}",
+        "speaker": "ann",
+        "text": f"Then Nadia called Bruno about invoice {i}.",
+        "timestamp": (T0 + timedelta(minutes=minutes)).isoformat(),
+    }
+
+
+KEPT = {  # names Nadia and Bruno, states no call: what is left when every call is forgotten
+    "id": "kept",
+    "speaker": "bob",
+    "text": "Bruno moved to the Lisbon office; Nadia stays here.",
+    "timestamp": (T0 + timedelta(days=30)).isoformat(),
+}
+# two fragments of two calls each (the fourth joins the third's across batches), and another
+FIRST = [said(1, 0), said(2, 1), said(3, 3000)]
+LATER = [said(4, 3001)]
+
+
+def called(mem: MnemisMemory, namespace: str = "u") -> list[str] | None:
+    """The messages the relation Nadia -called-> Bruno was read from, None once it is gone."""
+    g = mem.graph(namespace)
+    edge = g.edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called")
+    return None if edge is None else sorted(read_from(g, edge))
+
+
+def filled(path=None) -> MnemisMemory:
+    mem = MnemisMemory(path, embedder=HashingEmbedder())
+    mem.add_messages(FIRST, namespace="u")
+    mem.add_messages(LATER, namespace="u")
+    mem.add_messages([KEPT], namespace="u")
+    return mem
+
+
+def test_the_fixture_holds_a_relation_read_from_every_message_in_fragments_of_two():
+    mem = filled()
+    g = mem.graph("u")
+    assert [len(f.source_ids) for f in g.nodes(NodeKind.FRAGMENT)] == [2, 2, 1]
+    assert called(mem) == ["m1", "m2", "m3", "m4"]
+    edge = g.edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called")
+    assert list(edge.properties[READ_COUNTS].values()) == [4]  # one count, none listed
+
+
+@pytest.mark.parametrize("batches", [[["m1", "m2", "m3", "m4"]], [["m2"], ["m4", "m1"], ["m3"]]])
+def test_a_relation_stays_while_one_source_is_left_and_goes_with_the_last(batches):
+    mem = filled()
+    _forget_in_turn(mem, batches, called)
+
+
+def test_a_relation_goes_with_its_last_source_after_a_reopen(tmp_path):
+    path = tmp_path / "m.db"
+    with filled(path) as mem:
+        mem.forget(["m1", "m3"], namespace="u")
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        assert called(mem) == ["m2", "m4"]
+        mem.forget(["m2"], namespace="u")
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        assert called(mem) == ["m4"]
+        mem.forget(["m4"], namespace="u")
+        assert called(mem) is None
+        assert mem.graph("u").has("e:nadia") and mem.graph("u").has("e:bruno")  # still named
+
+
+def test_a_forgotten_message_leaves_no_record_behind():
+    mem = filled()
+    mem.forget(["m2", "m3"], namespace="u")
+    g = mem.graph("u")
+    records = {m for f in g.nodes(NodeKind.FRAGMENT) for m in f.properties.get(RELATIONS_READ, {})}
+    assert records == {"m1", "m4", "kept"}
+    text = json.dumps(g.to_data())
+    assert '"m2"' not in text and '"m3"' not in text
+
+
+def test_a_relation_removed_by_hand_and_read_again_counts_only_its_new_sources():
+    """The old messages' records stay on their fragments, but under the removed edge's token."""
+    mem = filled()
+    mem.apply(lambda g: g.remove_edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called"), namespace="u")
+    mem.add_messages([said(5, 9000)], namespace="u")
+    assert called(mem) == ["m5"]
+    mem.forget(["m1", "m2", "m3", "m4"], namespace="u")
+    assert called(mem) == ["m5"]
+    mem.forget(["m5"], namespace="u")
+    assert called(mem) is None
+
+
+MERGED = [
+    {
+        "id": "d1",
+        "speaker": "ana",
+        "text": "Yesterday Priyankka called Globex about the merger.",
+        "timestamp": "2025-06-01T09:00:00Z",
+    },
+    {
+        "id": "k1",
+        "speaker": "li",
+        "text": "Then Priyanka called Globex about the invoice.",
+        "timestamp": "2025-06-03T09:00:00Z",
+    },
+    {  # read for both spellings' relation: counted once under each, forgotten from both
+        "id": "both",
+        "speaker": "li",
+        "text": "Later Priyankka called Globex. Then Priyanka called Globex again.",
+        "timestamp": "2025-06-05T09:00:00Z",
+    },
+    {
+        "id": "k2",
+        "speaker": "ana",
+        "text": "Then Priyanka called Globex about the refund.",
+        "timestamp": "2025-06-07T09:00:00Z",
+    },
+    {
+        "id": "other",
+        "speaker": "li",
+        "text": "The weather is nice today in Paris.",
+        "timestamp": "2025-06-09T09:00:00Z",
+    },
+]
+
+
+def merged_called(mem: MnemisMemory) -> list[str] | None:
+    g = mem.graph("u")
+    edge = g.edge("e:priyanka", "e:globex", EdgeKind.RELATION, "called")
+    return None if edge is None else sorted(read_from(g, edge))
+
+
+@pytest.mark.parametrize("order", [[["d1"], ["k1", "k2"], ["both"]], [["k1", "both"], ["k2"], ["d1"]]])
+def test_a_relation_an_entity_merge_joined_goes_with_the_last_source_of_either(order):
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(MERGED, namespace="u")
+    g = mem.graph("u")
+    duplicate = g.edge("e:priyankka", "e:globex", EdgeKind.RELATION, "called")
+    assert sorted(read_from(g, duplicate)) == ["both", "d1"]
+    assert merged_called(mem) == ["both", "k1", "k2"]
+    assert ("e:priyanka", "e:priyankka") in mem.rebalance("u").entities_merged
+    assert merged_called(mem) == ["both", "d1", "k1", "k2"]
+    _forget_in_turn(mem, order, merged_called)
+
+
+def _as_the_previous_version_wrote_it(g) -> None:
+    """Every relation lists the messages it was read from, and no fragment records any."""
+    for e in g.edges(EdgeKind.RELATION):
+        g.add_edge(replace(e, properties={READ_FROM: read_from(g, e)}))
+    for f in g.nodes(NodeKind.FRAGMENT):
+        f.properties.pop(RELATIONS_READ, None)
+
+
+def test_a_store_written_before_records_forgets_its_relations_as_it_did(tmp_path):
+    path = tmp_path / "m.db"
+    with filled(path) as mem:
+        mem.apply(_as_the_previous_version_wrote_it, namespace="u")
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        g = mem.graph("u")
+        edge = g.edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called")
+        assert edge.properties == {READ_FROM: ["m1", "m2", "m3", "m4"]}
+        assert not any(RELATIONS_READ in f.properties for f in g.nodes(NodeKind.FRAGMENT))
+        mem.forget(["m1"], namespace="u")
+        assert mem.graph("u").edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called").properties == {
+            READ_FROM: ["m2", "m3", "m4"]
+        }
+        # read again: the list stays as it was (no longer grown), the new message is counted
+        mem.add_messages([said(5, 3002)], namespace="u")
+        props = mem.graph("u").edge("e:nadia", "e:bruno", EdgeKind.RELATION, "called").properties
+        assert props[READ_FROM] == ["m2", "m3", "m4"] and list(props[READ_COUNTS].values()) == [1]
+        assert called(mem) == ["m2", "m3", "m4", "m5"]
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.forget(["m2", "m3", "m4"], namespace="u")
+        assert called(mem) == ["m5"]
+        mem.forget(["m5"], namespace="u")
+        assert called(mem) is None
+
+
+def test_a_store_written_before_records_forgets_a_relation_with_its_last_listed_message(tmp_path):
+    path = tmp_path / "m.db"
+    with filled(path) as mem:
+        mem.apply(_as_the_previous_version_wrote_it, namespace="u")
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.forget(["m1", "m2", "m3"], namespace="u")
+        assert called(mem) == ["m4"]
+        mem.forget(["m4"], namespace="u")
+        assert called(mem) is None
+
+
+def _forget_in_turn(mem: MnemisMemory, batches: list[list[str]], sources) -> None:
+    """Forget ``batches`` one after the other: the relation stays, read from the messages left
+    (``sources(mem)``), until the last batch takes it."""
+    left = {m for batch in batches for m in batch}
+    for batch in batches[:-1]:
+        mem.forget(batch, namespace="u")
+        left -= set(batch)
+        assert sources(mem) == sorted(left)
+    mem.forget(batches[-1], namespace="u")
+    assert sources(mem) is None
