@@ -10,13 +10,30 @@ Budget fitting shows a long message by its passages matching the query (``retrie
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 
-__all__ = ["PASSAGE_KEY", "passage_key", "passage_owner", "passages", "pieces", "sentences", "windows"]
+from .text import has_cjk, jieba_tagger
+
+__all__ = [
+    "PASSAGE_KEY",
+    "characters",
+    "passage_key",
+    "passage_owner",
+    "passages",
+    "pieces",
+    "sentences",
+    "windows",
+]
 
 # A sentence ends at . ! ? (or their CJK forms) before a space, or at a line break.
 _ENDS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 PASSAGE_KEY = "\x1f"  # between a message id and its window's number, in the passage vector index
+_ZWJ = "\u200d"
+# What belongs to the character before it besides a combining mark: a joiner, a variation selector, a
+# skin tone, an emoji tag.
+_EXTENDS = re.compile("[\u200c\u200d\ufe00-\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]")
+_FLAG_LETTER = re.compile("[\U0001f1e6-\U0001f1ff]")
 
 
 def passage_key(message_id: str, n: int) -> str:
@@ -89,18 +106,50 @@ def windows(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str
     return out
 
 
+def characters(text: str) -> list[str]:
+    """``text`` in the smallest parts it may be cut into: what a reader reads as one character (an
+    emoji with its joiners and skin tone, a letter with its accents, a flag's two letters) and, in
+    Chinese, one word (jieba's): a cut through them shows a broken emoji or half a word.
+
+    >>> [len(c) for c in characters("a\u0301b\U0001f468\u200d\U0001f469\U0001f1e9\U0001f1ea")]
+    [2, 1, 3, 2]
+    >>> characters("柏林的收入")
+    ['柏林', '的', '收入']
+    """
+    if has_cjk(text):
+        jieba_tagger()  # jieba, its dictionary loaded quietly
+        import jieba
+
+        parts = jieba.lcut(text)
+    else:
+        parts = list(text)
+    out: list[str] = []
+    for part in parts:
+        first = part[0]
+        if out and (
+            unicodedata.category(first).startswith("M")
+            or _EXTENDS.match(first)
+            or out[-1].endswith(_ZWJ)
+            or (len(out[-1]) == 1 and _FLAG_LETTER.match(out[-1]) and _FLAG_LETTER.match(first))
+        ):
+            out[-1] += part
+        else:
+            out.append(part)
+    return out
+
+
 def pieces(text: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
     """``text`` as is when within ``max_tokens``, else cut into as many even pieces as it needs:
-    by words, or by characters when it has too few (Chinese without a full stop, a long token).
+    by words, or by :func:`characters` when it has too few (Chinese without a full stop, a long token).
 
-    >>> pieces("一二三四五六", 2, len)
-    ['一二', '三四', '五六']
+    >>> pieces("abcdef", 2, len)
+    ['ab', 'cd', 'ef']
     """
     n = count(text)
     if n <= max_tokens:
         return [text]
     k = -(-n // max_tokens)
     words = text.split(" ")
-    units, joiner = (words, " ") if len(words) >= k else (list(text), "")
+    units, joiner = (words, " ") if len(words) >= k else (characters(text), "")
     step = -(-len(units) // k)
     return [joiner.join(units[i : i + step]) for i in range(0, len(units), step)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from ..passages import passages, pieces
+from ..passages import characters, passages, pieces
 from ..text import lexical_terms
 
 __all__ = ["excerpt"]
@@ -19,18 +19,25 @@ __all__ = ["excerpt"]
 _GAP = "…"
 
 
-def _cut(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
-    """The longest word-boundary prefix of ``text`` within ``max_tokens`` (with the gap mark)."""
-    words = text.split(" ") if " " in text else list(text)
-    joiner = " " if " " in text else ""
+def _cut(units: list[tuple[str, int, bool]], i: int, max_tokens: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of passage ``i`` within ``max_tokens``, cut between words (or
+    :func:`~..passages.characters`), with the gap marks of the text left out before and after it."""
+    text = units[i][0]
+    words, joiner = (text.split(" "), " ") if " " in text else (characters(text), "")
+    lead = _GAP + " " if i else ""
+
+    def shown(n: int) -> str:
+        rest = n < len(words) or i < len(units) - 1
+        return lead + joiner.join(words[:n]) + (_GAP if rest else "")
+
     lo, hi = 0, len(words)
     while lo < hi:  # the most words whose prefix fits
         mid = (lo + hi + 1) // 2
-        if count(joiner.join(words[:mid]) + _GAP) <= max_tokens:
+        if count(shown(mid)) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    return joiner.join(words[:lo]) + _GAP if lo else ""
+    return shown(lo) if lo else ""
 
 
 def excerpt(
@@ -75,32 +82,40 @@ def excerpt(
     while taken and count(_join(units, set(taken))) > max_tokens:
         taken.pop()
     if not taken:
-        return _cut(units[matching[0] if matching else 0][0], max_tokens, count)
+        return _cut(units, matching[0] if matching else 0, max_tokens, count)
     return _join(units, set(taken))
 
 
 @lru_cache(maxsize=256)
 def _analysed(
     text: str, max_tokens: int, count: Callable[[str], int]
-) -> tuple[list[tuple[str, int]], list[int], list[frozenset[str]]]:
-    """A text's passages, each one's tokens and its lexical terms; a passage longer than the limit
-    (a JSON payload, clauses with no full stop) in even pieces of half of it, so the part that
-    matches can be shown."""
+) -> tuple[list[tuple[str, int, bool]], list[int], list[frozenset[str]]]:
+    """A text's passages (each with its line, and whether it follows the one before with no space
+    between: Chinese sentences, a passage cut by characters), each one's tokens and its lexical
+    terms; a passage longer than the limit (a JSON payload, clauses with no full stop) in even
+    pieces of half of it, so the part that matches can be shown."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]  # as passages() numbers them
     units = []
+    end = 0
     for unit, line in passages(text, max_tokens, count):
         cut = count(unit) > max_tokens
-        units += [(piece, line) for piece in (pieces(unit, max_tokens // 2, count) if cut else [unit])]
-    return units, [count(u) for u, _ in units], [frozenset(lexical_terms(u)) for u, _ in units]
+        for piece in pieces(unit, max(1, max_tokens // 2), count) if cut else [unit]:
+            if not units or units[-1][1] != line:
+                end = 0
+            start = lines[line].find(piece, end)
+            units.append((piece, line, start == end > 0))
+            end = start + len(piece)
+    return units, [count(u) for u, _, _ in units], [frozenset(lexical_terms(u)) for u, _, _ in units]
 
 
-def _join(units: list[tuple[str, int]], taken: set[int]) -> str:
+def _join(units: list[tuple[str, int, bool]], taken: set[int]) -> str:
     """The taken passages in order: a line break between lines, ``…`` where passages were left out."""
     out = ""
     last = -1
     for i in sorted(taken):
-        text, line = units[i]
+        text, line, glued = units[i]
         if last >= 0:
-            out += "\n" if line != units[last][1] else " "
+            out += "\n" if line != units[last][1] else "" if glued and i == last + 1 else " "
         if i != last + 1:
             out += _GAP + " "
         out += text
