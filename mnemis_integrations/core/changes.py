@@ -11,7 +11,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .text import MONTHS, WEEKDAYS
+from .text import MONTHS, WEEKDAYS, jieba_tagger
 
 __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated_values", "states_change"]
 
@@ -73,6 +73,8 @@ def has_change_cue(text: str) -> bool:
     (True, False)
     >>> has_change_cue("周会cancel了"), has_change_cue("發布會推遲了"), has_change_cue("Dropbox的会员")
     (True, True, False)
+    >>> has_change_cue("最终用户都说好用"), has_change_cue("方案最终定了B")
+    (False, True)
     >>> (
     ...     has_change_cue("correction: 8 samples failed, so 88 not 96"),
     ...     has_change_cue("Flights went up to £160"),
@@ -81,7 +83,33 @@ def has_change_cue(text: str) -> bool:
     ... )
     (True, True, True, False)
     """
-    return bool(_CHANGE_CUES.search(text))
+    for m in _CHANGE_CUES.finditer(text):
+        # A Chinese cue counts as a word of its own, not inside a longer one: "最终" (in the end)
+        # is no cue in "最终用户" (end users), nor "调到" in "空调到了" (the air conditioner came).
+        if not _HAN.search(m.group(0)) or _whole_words(text, m.start(), m.end()):
+            return True
+    return False
+
+
+_HAN = re.compile("[\u4e00-\u9fff]")
+
+
+def _whole_words(text: str, start: int, end: int) -> bool:
+    """Does ``text[start:end]`` begin and end between two of jieba's words (its dictionary's only:
+    its guesses for unknown words join a cue to the word before)?"""
+    bounds, at = {0}, 0
+    for word in jieba_words(text):
+        at += len(word)
+        bounds.add(at)
+    return start in bounds and end in bounds
+
+
+@lru_cache(maxsize=1024)
+def jieba_words(text: str) -> tuple[str, ...]:
+    jieba_tagger()  # jieba, its dictionary loaded quietly
+    import jieba
+
+    return tuple(jieba.lcut(text, HMM=False))
 
 
 _SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")

@@ -57,11 +57,6 @@ def test_full_width_digits_state_the_same_value_as_ascii_ones():
     assert _links([("ana", "装修预算５万，工期６０天")] + FILLER + restated) == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: a Chinese change cue matches as a substring; reading it on word boundaries is "
-    "measured as a ranking change (BENCHMARKS.md, twenty-first round)",
-)
 def test_a_cue_inside_a_longer_word_links_nothing():
     """ "最终用户" (end users) holds the cue "最终" (in the end) but announces no change: the target users
     are still primary-school teachers."""
