@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -160,6 +161,20 @@ def item_level_config(base: MemoryConfig | None = None) -> MemoryConfig:
     return base.with_(build={"max_segment_messages": 1, "min_segment_messages": 1})
 
 
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_guard = threading.Lock()
+
+
+def _embedding_loop() -> asyncio.AbstractEventLoop:
+    """The event loop async embed functions run on: one, in a daemon thread, made on first use."""
+    global _loop
+    with _loop_guard:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="mnemis-embed", daemon=True).start()
+        return _loop
+
+
 def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> MnemisMemory:
     embed = (index or {}).get("embed")
     if memory is not None:
@@ -173,11 +188,13 @@ def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> Mnemi
         embed = ensure_embeddings(embed)  # a "provider:model" string, as LangGraph reads it
     elif inspect.iscoroutinefunction(embed):
         # LangGraph wraps one into an Embeddings that only embeds asynchronously, and the memory
-        # embeds synchronously (in a worker thread on the store's async paths): give it a loop there
+        # embeds synchronously: run it on one loop of the store's own, from any thread (a fresh loop
+        # per call would break an async client bound to the first, and none can start inside a
+        # running one)
         afn = embed
 
         def embed(texts: Sequence[str]) -> Any:
-            return asyncio.run(afn(list(texts)))
+            return asyncio.run_coroutine_threadsafe(afn(list(texts)), _embedding_loop()).result()
 
         embed.__name__ = getattr(afn, "__name__", "embed")
     return MnemisMemory(embedder=embed, config=item_level_config())

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..core.builder.relation_sources import READ_COUNTS, READ_FROM, RELATIONS_READ
 from ..core.graph import MemoryGraph
 from ..core.messages import iso_moment, parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
@@ -329,6 +330,11 @@ def entity_node_id(name: str) -> str:
     return f"pg-entity:{name}"
 
 
+# Where relations were read from (the fragment's records, the edge's counts): the memory's own
+# bookkeeping for forget, naming message ids, not properties a LlamaIndex caller gave.
+_BOOKKEEPING = frozenset({RELATIONS_READ, READ_COUNTS, READ_FROM})
+
+
 def public_properties(node: Node, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A node's LlamaIndex properties: its own properties, then its fields.
 
@@ -340,7 +346,7 @@ def public_properties(node: Node, own: Mapping[str, Any] | None = None) -> dict[
         >>> public_properties(n, {"age": 28, "_llama_label": "PERSON"})
         {'age': 28, 'node_id': 'e1', 'kind': 'entity', 'status': 'active', 'keywords': ['ceo']}
     """
-    props = {k: v for k, v in (own or {}).items() if k != LABEL_PROPERTY}
+    props = {k: v for k, v in (own or {}).items() if k != LABEL_PROPERTY and k not in _BOOKKEEPING}
     props.update(node_id=node.id, kind=node.kind.value, status=node.status.value)
     if node.kind == NodeKind.ENTITY and node.summary:
         props["summary"] = node.summary
@@ -530,7 +536,7 @@ def relation_properties(edge: Edge, own: Mapping[str, Any] | None = None) -> dic
         >>> relation_properties(Edge("a", "b", EdgeKind.RELATION, "knows", weight=0.5), {"since": 2023})
         {'since': 2023, 'weight': 0.5}
     """
-    props = dict(own or {})
+    props = {k: v for k, v in (own or {}).items() if k not in _BOOKKEEPING}
     if edge.weight != 1.0:
         props["weight"] = edge.weight
     if edge.created_at is not None:

@@ -4,6 +4,8 @@ or mixed, or works."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -125,3 +127,21 @@ def test_a_store_given_an_async_embed_function_embeds_with_it_on_the_sync_paths_
     store.put(("u",), "tea", {"text": "green tea every morning"})
     store.put(("u",), "lunch", {"text": "lunch at the noodle place on Friday"})
     assert store.search(("u",), query="green tea", limit=1)[0].key == "tea"
+
+
+async def test_an_async_embed_function_runs_on_one_loop_also_from_inside_a_running_one():
+    """An async client is bound to the loop it first ran on: a fresh loop per call broke it, and a
+    sync put from a coroutine (a running loop) could not start one at all."""
+    from mnemis_integrations.langchain import MnemisStore
+
+    loops = set()
+
+    async def embed(texts):
+        loops.add(id(asyncio.get_running_loop()))
+        return _HASH.embed_passages(list(texts)).tolist()
+
+    store = MnemisStore(index={"embed": embed, "fields": ["text"]})
+    store.put(("u",), "tea", {"text": "green tea every morning"})  # sync, inside this test's loop
+    store.put(("u",), "lunch", {"text": "lunch at the noodle place on Friday"})
+    assert store.search(("u",), query="green tea", limit=1)[0].key == "tea"
+    assert len(loops) == 1

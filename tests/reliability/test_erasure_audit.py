@@ -91,3 +91,15 @@ def test_forget_renames_a_fragment_made_from_a_message_id_holding_a_colon():
     assert len(mem.graph("u1").get(f"f:{victim}").source_ids) > 1  # the fragment stays
     mem.forget([victim], namespace="u1")
     assert victim not in json.dumps(mem.graph("u1").to_data(), default=str)
+
+
+def test_forget_leaves_the_nodes_of_a_message_whose_id_extends_the_forgotten_one():
+    """A split subtopic's id extends its root's (``s:<id>~1``), but so may a message's own id
+    (``m~1``): forgetting ``m`` must not rename the nodes ``m~1`` founded."""
+    weeks = [{**m, "id": "m" if m["id"] == "m1" else f"m~{m['id'][1:]}"} for m in WEEKS]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(weeks, namespace="u1")
+    before = {n.id for n in mem.graph("u1").nodes() if "m~" in n.id}
+    assert before
+    mem.forget(["m"], namespace="u1")
+    assert before <= {n.id for n in mem.graph("u1").nodes()}

@@ -214,3 +214,16 @@ def _forget_in_turn(mem: MnemisMemory, batches: list[list[str]], sources) -> Non
         assert sources(mem) == sorted(left)
     mem.forget(batches[-1], namespace="u")
     assert sources(mem) is None
+
+
+def test_the_llama_index_store_shows_none_of_the_bookkeeping():
+    """The records and counts name message ids and serve forget: no node or relation a LlamaIndex
+    caller reads holds them."""
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    store = MnemisPropertyGraphStore(memory=filled(), namespace="u")
+    nodes = store.get()
+    triplets = store.get_triplets(entity_names=["Nadia"])
+    assert triplets and any(r.label == "called" for _, r, _ in triplets)
+    shown = [n.properties for n in nodes] + [p.properties for t in triplets for p in t]
+    assert not [k for props in shown for k in props if k in {RELATIONS_READ, READ_COUNTS, READ_FROM}]

@@ -258,24 +258,22 @@ class OfflineUpdateJudge:
                 later.update(dict.fromkeys(k for k in [*near, *(k for k, _ in found)] if after(k)))
             if best is None or best in own:
                 continue  # nothing replaced, or the change happened inside this fragment
-            for fid in idx.holders(st, best):
-                old = g.get(fid) if g.has(fid) and fid != frag.id else None
-                if old is not None and old.kind == NodeKind.FRAGMENT and old.status == Status.ACTIVE:
-                    supersede(
-                        g,
-                        old_id=fid,
-                        new_id=frag.id,
-                        when=m.timestamp or frag.created_at,
-                        replaced=(best,),
-                        replaced_by=(m.id,),
-                    )
-                    olds.append(fid)
+            for fid in _active_fragments(st, idx, best, frag.id):
+                supersede(
+                    g,
+                    old_id=fid,
+                    new_id=frag.id,
+                    when=m.timestamp or frag.created_at,
+                    replaced=(best,),
+                    replaced_by=(m.id,),
+                )
+                olds.append(fid)
         for k in sorted(later, key=lambda k: time_order(st.messages[k])):
             if frag.status != Status.ACTIVE:
                 break
             m = st.messages[k]
             best = self._best_replaced(st, idx, m, ())
-            holders = [f for f in idx.holders(st, k) if f != frag.id and g.has(f)]
+            holders = _active_fragments(st, idx, k, frag.id)
             if best in own and holders:
                 newer = g.get(holders[0])
                 supersede(
@@ -335,6 +333,18 @@ class OfflineUpdateJudge:
         ranked = replaced(m.text, m.speaker, mine, cands)
         floor = self.cfg.update_min_score
         return next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
+
+
+def _active_fragments(st: NamespaceState, idx: BuildIndex, mid: str, but: str) -> list[str]:
+    """The active fragments holding message ``mid`` other than ``but``: what an update may link (an
+    archived original or an overview holds it too after compaction, and search shows neither as
+    the current state)."""
+    g = st.graph
+    return [
+        f
+        for f in idx.holders(st, mid)
+        if f != but and g.has(f) and g.get(f).kind == NodeKind.FRAGMENT and g.get(f).status == Status.ACTIVE
+    ]
 
 
 def _replaced_already(st: NamespaceState, idx: BuildIndex, mid: str) -> bool:

@@ -42,7 +42,7 @@ from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
 from ..text import content_words, has_cjk, normalise_name
 from .compaction import refresh_overview
-from .health import SPLIT, SPLIT_FROM
+from .health import SPLIT_FROM
 from .supersede import REPLACED, REPLACED_BY
 
 __all__ = ["ForgetReport", "forget_messages", "split_forgotten"]
@@ -124,12 +124,12 @@ def forget_messages(
             del st.df[t]
     # a parent founded by a forgotten message's fragment may no longer hold it (a review moved it)
     named = {f"{prefix}:{m}" for m in drop for prefix in ("s", "c", "a:s")}
-    # nor does one rebalance split off such a parent, which nothing links to it but its id
-    split = {n.id for n in g.nodes() if SPLIT in n.id and _made_from(n.id, drop) is not None}
+    # nor do the subtopics rebalance split off such a parent (s:<id>~1), nor their archives
+    split = _split_off(g, {f"s:{m}" for m in drop})
     renamed = _rename_ids_made_from(
-        st, {f for f in holders if g.has(f)} | {p for p in parents | named | split if g.has(p)}, drop
+        st, {f for f in holders if g.has(f)} | {p for p in parents | named if g.has(p)}, drop, split
     )
-    _follow_split_from(g, {renamed.get(n, n) for n in split}, renamed, drop)
+    _follow_split_from(g, {renamed.get(n, n) for n in split}, renamed)
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
     _drop_model_names(g, alive)
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
@@ -258,7 +258,8 @@ def _drop_relations_from(
     # A relation joins two entities a forgotten message named: looked up pair by pair, as a
     # speaker's entity may hold a relation for most messages of the namespace. Those a record
     # names are looked up too (a model may relate entities its fragment does not mention); one an
-    # entity merge moved is found by its pair, and by its token.
+    # entity merge moved is found by the pair it joins now, when the forgotten messages name or
+    # their fragments mention its ends.
     ends = sorted(eid for eid in ids | mentioned if g.has(eid))
     pairs = [(a, b) for a in ends for b in ends if a != b]
     found = {edge_key(e): e for a, b in pairs for e in g.edges_between(a, b, EdgeKind.RELATION)}
@@ -326,28 +327,43 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
 
 def _made_from(node_id: str, gone: Collection[str]) -> str | None:
     """The prefix of ``node_id`` if it was made from one of the message ids ``gone`` (``f:<id>``,
-    ``s:<id>``, ``c:<id>``, ``o:f:<id>``, ``a:s:<id>``, or a subtopic rebalance split off one:
-    ``s:<id>~1``, ``s:<id>~1'``, ``a:s:<id>~1~1``), else None. A message id may hold ``:`` and
-    ``~`` itself (a LangGraph store's does), so every cut is tried.
+    ``s:<id>``, ``c:<id>``, ``o:f:<id>``, ``a:s:<id>``), else None. A message id may hold ``:``
+    itself (a LangGraph store's does), so every cut is tried.
 
-    >>> [_made_from(n, {"k#1:2"}) for n in ("o:f:k#1:2", "s:k#1:2~1'", "f:2", "f:k#1:2x")]
-    ['o:f', 's', None, None]
+    >>> [_made_from(n, {"k#1:2"}) for n in ("o:f:k#1:2", "s:k#1:2", "f:2", "f:k#1:2x", "s:k#1:2~1")]
+    ['o:f', 's', None, None, None]
     """
     for i, ch in enumerate(node_id):
-        if ch == ":":
-            rest = node_id[i + 1 :]
-            if rest in gone or any(c == SPLIT and rest[:j] in gone for j, c in enumerate(rest)):
-                return node_id[:i]
+        if ch == ":" and node_id[i + 1 :] in gone:
+            return node_id[:i]
     return None
 
 
-def _follow_split_from(g: MemoryGraph, split: set[str], renamed: dict[str, str], gone: set[str]) -> None:
-    """A split subtopic's ``split_from`` names the subtopic it left: its new id, or none once that
-    one is gone, when it was made from a forgotten message id."""
+def _split_off(g: MemoryGraph, roots: set[str]) -> dict[str, str]:
+    """The subtopics ``rebalance`` split off one of ``roots`` (by ``split_from``, splits of splits
+    too), and their archives, each with its kind's prefix. Their ids extend their root's
+    (``s:<id>~1``), but a message's own id may too (``m~1``): only the recorded split says which."""
+    left = {n.id: n.properties[SPLIT_FROM] for n in g.nodes(NodeKind.SUBTOPIC) if SPLIT_FROM in n.properties}
+    reached, found = set(roots), {}
+    while True:
+        more = [nid for nid, was in left.items() if was in reached and nid not in reached]
+        if not more:
+            break
+        reached.update(more)
+        found.update(dict.fromkeys(more, "s"))
+    for sub in list(found):
+        if g.has(f"a:{sub}"):
+            found[f"a:{sub}"] = "a:s"
+    return found
+
+
+def _follow_split_from(g: MemoryGraph, split: set[str], renamed: dict[str, str]) -> None:
+    """A split subtopic's ``split_from`` names the subtopic it left: by its new id once renamed, or
+    none once that one is gone."""
     for nid in split:
         node = g.get(nid) if g.has(nid) else None
         was = node.properties.get(SPLIT_FROM) if node is not None else None
-        if was is None or _made_from(was, gone) is None:
+        if was is None or (was not in renamed and g.has(was)):
             continue
         if g.has(renamed.get(was, "")):
             node.properties[SPLIT_FROM] = renamed[was]
@@ -356,12 +372,15 @@ def _follow_split_from(g: MemoryGraph, split: set[str], renamed: dict[str, str],
         g.touch(nid)
 
 
-def _rename_ids_made_from(st: NamespaceState, candidates: set[str], gone: set[str]) -> dict[str, str]:
+def _rename_ids_made_from(
+    st: NamespaceState, candidates: set[str], gone: set[str], split: dict[str, str]
+) -> dict[str, str]:
     """Give a fresh id to every candidate whose id was made from a forgotten message id
-    (:func:`_made_from`), keeping its kind's prefix; returns old -> new."""
+    (:func:`_made_from`), and to every subtopic split off one (``split``: id -> its kind's prefix),
+    keeping its kind's prefix; returns old -> new."""
     renamed: dict[str, str] = {}
-    for nid in sorted(candidates):
-        prefix = _made_from(nid, gone)
+    for nid in sorted(candidates | {s for s in split if st.graph.has(s)}):
+        prefix = _made_from(nid, gone) or split.get(nid)
         if prefix is not None and st.graph.get(nid).kind != NodeKind.ENTITY:
             renamed[nid] = f"{prefix}:{uuid.uuid4().hex[:12]}"
     for old, new in renamed.items():
