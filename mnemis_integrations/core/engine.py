@@ -446,10 +446,16 @@ class MnemisMemory:
             return look(self._state(namespace).graph)
 
     def messages(self, namespace: str | None = None, *, ids: Iterable[str] | None = None) -> list[Message]:
-        """Every acknowledged message of a namespace, in arrival order; with ``ids``, only those of
-        them that are stored (what one caller asks of a large namespace need not copy all of it)."""
+        """Every acknowledged message of a namespace, in arrival order; with ``ids`` (message ids, a
+        single string being one), only those of them that are stored, in arrival order (what one
+        caller asks of a large namespace need not copy all of it).
+
+        Raises:
+            NamespaceNotFoundError: the namespace holds no memory.
+            InvalidQueryError: ``ids`` is not an iterable of strings.
+        """
         namespace = self._ns(namespace)
-        wanted = None if ids is None else _message_ids(ids)
+        wanted = None if ids is None else _message_ids(ids, "ids")
         with self._lock(namespace):
             held = self._state(namespace).messages
             if wanted is None:
@@ -662,7 +668,11 @@ class MnemisMemory:
         change one in place unrecorded, and then derives the whole state again; here the journal alone
         says what to write, and only what the change reaches is derived again
         (:meth:`NamespaceState.derive_changes`): adding one document's node costs what that node does,
-        whatever the namespace holds. A node changed in place and not touched is not written.
+        whatever the namespace holds. A node changed in place and not touched is not written, and
+        this object's own copy then differs from the store's until it is read again.
+
+        Raises:
+            ConcurrentWriteError: other writers beat every retry; nothing was written.
         """
         namespace = self._ns(namespace)
 
@@ -736,8 +746,11 @@ class MnemisMemory:
             InvalidQueryError: an empty, over-long or not valid Unicode (lone surrogate) query,
                 ``k`` outside [1, ``limits.max_k``], ``max_tokens`` < 1, an ``as_of`` that is not a
                 datetime or ISO-8601 string, a malformed ``filter`` or a ``score_threshold`` outside
-                [0, 1].
+                [0, 1], or an embedder that gives the query a vector holding NaN or infinity.
             NamespaceNotFoundError: the namespace holds no memory.
+            EmbedderMismatchError: the embedder's vectors have another dimension than the store's.
+            ConfigError: ``config`` is not a :class:`MemoryConfig`, or the embedder answered with
+                other than one vector.
         """
         namespace = self._ns(namespace)
         cfg = _check_config(config) if config is not None else self.config
@@ -1000,10 +1013,13 @@ class MnemisMemory:
             ``{(namespace, message_id): score in [0, 1]}``; ids or namespaces not stored are left out.
 
         Raises:
-            InvalidQueryError: empty or over-long query, or ``message_ids`` is not a mapping of
-                namespaces to message ids.
+            InvalidQueryError: empty or over-long query, ``message_ids`` is not a mapping of
+                namespaces to message ids, or the embedder gives the query a vector holding NaN or
+                infinity.
             InvalidNamespaceError: a namespace name is not acceptable.
-            ConfigError: ``config`` is not a :class:`MemoryConfig`.
+            EmbedderMismatchError: the embedder's vectors have another dimension than the store's.
+            ConfigError: ``config`` is not a :class:`MemoryConfig`, or the embedder answered with
+                other than one vector.
         """
         cfg = _check_config(config) if config is not None else self.config
         _check_query(query, cfg)
@@ -1267,14 +1283,14 @@ def _hits_of(hits: Any) -> list[MemoryHit]:
     return items
 
 
-def _message_ids(message_ids: Any) -> list[str]:
+def _message_ids(message_ids: Any, name: str = "message_ids") -> list[str]:
     if isinstance(message_ids, str):
         return [message_ids]
     try:
         ids = list(message_ids)
     except TypeError:
         raise InvalidQueryError(
-            f"message_ids must be a string or an iterable of strings, got {message_ids!r}"
+            f"{name} must be a string or an iterable of strings, got {message_ids!r}"
         ) from None
     bad = [i for i in ids if not isinstance(i, str)]
     if bad:
