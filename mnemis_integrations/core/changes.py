@@ -11,7 +11,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .text import MONTHS, WEEKDAYS, jieba_tagger
+from .text import LATIN_WORD_CHAR, MONTHS, WEEKDAYS, has_cjk, jieba_words
 
 __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated_values", "states_change"]
 
@@ -29,7 +29,7 @@ __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated
 # To ``\b`` a Chinese character is a word character, yet Chinese puts no space around an English
 # word: "会议cancel了" holds the cue "cancel". Chinese cues take their traditional forms too
 # ("推遲", "換成").
-_START, _END = r"(?<![^\W\u4e00-\u9fff])", r"(?![^\W\u4e00-\u9fff])"
+_START, _END = rf"(?<!{LATIN_WORD_CHAR})", rf"(?!{LATIN_WORD_CHAR})"
 _CHANGE_CUES = re.compile(
     _START
     + r"(instead|no longer|not anymore|switch(?:e[ds]|ing)? (?:to|over)|chang(?:e[ds]|ing) (?:it |that )?to|"
@@ -86,30 +86,19 @@ def has_change_cue(text: str) -> bool:
     for m in _CHANGE_CUES.finditer(text):
         # A Chinese cue counts as a word of its own, not inside a longer one: "最终" (in the end)
         # is no cue in "最终用户" (end users), nor "调到" in "空调到了" (the air conditioner came).
-        if not _HAN.search(m.group(0)) or _whole_words(text, m.start(), m.end()):
+        if not has_cjk(m.group(0)) or _whole_words(text, m.start(), m.end()):
             return True
     return False
-
-
-_HAN = re.compile("[\u4e00-\u9fff]")
 
 
 def _whole_words(text: str, start: int, end: int) -> bool:
     """Does ``text[start:end]`` begin and end between two of jieba's words (its dictionary's only:
     its guesses for unknown words join a cue to the word before)?"""
     bounds, at = {0}, 0
-    for word in jieba_words(text):
+    for word in jieba_words(text, hmm=False):
         at += len(word)
         bounds.add(at)
     return start in bounds and end in bounds
-
-
-@lru_cache(maxsize=1024)
-def jieba_words(text: str) -> tuple[str, ...]:
-    jieba_tagger()  # jieba, its dictionary loaded quietly
-    import jieba
-
-    return tuple(jieba.lcut(text, HMM=False))
 
 
 _SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from .text import has_cjk, jieba_tagger
+from .text import has_cjk, jieba_words
 
 __all__ = [
     "PASSAGE_KEY",
@@ -116,13 +116,7 @@ def characters(text: str) -> list[str]:
     >>> characters("柏林的收入")
     ['柏林', '的', '收入']
     """
-    if has_cjk(text):
-        jieba_tagger()  # jieba, its dictionary loaded quietly
-        import jieba
-
-        parts = jieba.lcut(text)
-    else:
-        parts = list(text)
+    parts = jieba_words(text) if has_cjk(text) else list(text)
     out: list[str] = []
     for part in parts:
         first = part[0]

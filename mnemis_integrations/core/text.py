@@ -7,6 +7,7 @@ from datetime import datetime
 from functools import lru_cache
 
 __all__ = [
+    "LATIN_WORD_CHAR",
     "MONTHS",
     "WEEKDAYS",
     "STOPWORDS",
@@ -14,6 +15,7 @@ __all__ = [
     "format_date",
     "has_cjk",
     "jieba_tagger",
+    "jieba_words",
     "keyword_terms",
     "lexical_terms",
     "names",
@@ -26,6 +28,9 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _QUERY_WORD = re.compile(r"[\w'’\-]+", re.UNICODE)
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+# A word character that is no Chinese one: to ``\w`` (and ``\b``) a Chinese character is a word
+# character, yet Chinese puts no space around an English word ("周会cancel了", "Acme的报价").
+LATIN_WORD_CHAR = r"[^\W\u4e00-\u9fff]"
 
 # Function words and chat fillers: they match everywhere and steer nothing.
 # Calendar words in calendar order, for the readers of dates, stated values and names.
@@ -495,6 +500,16 @@ def _never_a_noun(word: str) -> bool:
 
 
 @lru_cache(maxsize=1)
+@lru_cache(maxsize=256)
+def jieba_words(text: str, hmm: bool = True) -> tuple[str, ...]:
+    """jieba's words of ``text``, every character kept; ``hmm=False``: its dictionary's words only
+    (its guesses for unknown words may join a word to the one before)."""
+    jieba_tagger()  # jieba, its dictionary loaded quietly
+    import jieba
+
+    return tuple(jieba.lcut(text, HMM=hmm))
+
+
 def jieba_tagger():
     """jieba's part-of-speech tagger (``jieba.posseg``), loaded on first use: its dictionary takes a
     second."""

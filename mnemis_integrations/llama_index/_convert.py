@@ -91,7 +91,8 @@ FILTER_OPERATORS = {
 
 
 def core_filter(filters: Any) -> dict[str, Any] | None:
-    """A LlamaIndex ``MetadataFilters`` as a Mnemis ``search(filter=...)`` dict.
+    """A LlamaIndex ``MetadataFilters`` as a Mnemis ``search(filter=...)`` dict (a dict, one
+    already, as it is).
 
     Read by attribute (``filters``, ``condition``; ``key``, ``operator``, ``value``), so it
     works without LlamaIndex imported. Nested ``MetadataFilters`` and the ``and`` / ``or``
@@ -106,8 +107,8 @@ def core_filter(filters: Any) -> dict[str, Any] | None:
         ...                                         F(key="priority", operator=">=", value=2)]))
         {'$and': [{'channel': {'$eq': 'email'}}, {'priority': {'$gte': 2}}]}
     """
-    if filters is None:
-        return None
+    if filters is None or isinstance(filters, Mapping):
+        return filters
     condition = _enum_value(getattr(filters, "condition", None)) or "and"
     if condition not in ("and", "or"):
         raise InvalidQueryError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -707,9 +707,7 @@ class MnemisPGRetriever(BasePGRetriever):
             )
         check_count("similarity_top_k", similarity_top_k, graph_store.memory.config.limits.max_k)
         self.similarity_top_k = similarity_top_k
-        self._options = search_options(
-            filter=filters if filters is None or isinstance(filters, Mapping) else core_filter(filters)
-        )
+        self._options = search_options(filter=core_filter(filters))
         super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
 
     @property

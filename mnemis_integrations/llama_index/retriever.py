@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -132,7 +131,7 @@ class MnemisRetriever(Erasure, BaseRetriever):
         self.include_archived = include_archived
         self.score_threshold = score_threshold
         self._options = search_options(
-            filter=filters if filters is None or isinstance(filters, Mapping) else core_filter(filters),
+            filter=core_filter(filters),
             as_of=as_of,
             include_archived=include_archived or None,
             score_threshold=score_threshold,

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..model import Message
-from ..text import MONTHS, STOPWORDS, WEEKDAYS, has_cjk, jieba_tagger, normalise_name
+from ..text import LATIN_WORD_CHAR, MONTHS, STOPWORDS, WEEKDAYS, has_cjk, jieba_tagger, normalise_name
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -24,7 +24,7 @@ __all__ = ["EntityMention", "extract_entities", "find_entities"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 # A name's letters are word characters save Chinese ones: "好的，Acme的报价改成…" names Acme, not the clause.
-_NAME_CHAR = r"(?:[^\W\u4e00-\u9fff]|['’&\-])"
+_NAME_CHAR = rf"(?:{LATIN_WORD_CHAR}|['’&\-])"
 _CAP_SEQ = re.compile(
     rf"\b[A-Z]{_NAME_CHAR}*(?:\s+(?:of|the|de|for)\s+[A-Z]{_NAME_CHAR}*|\s+[A-Z]{_NAME_CHAR}*)*"
 )
