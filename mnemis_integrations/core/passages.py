@@ -23,6 +23,7 @@ __all__ = [
     "passages",
     "pieces",
     "sentences",
+    "text_lines",
     "windows",
 ]
 
@@ -58,6 +59,15 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _ENDS.split(text) if s and s.strip()]
 
 
+def text_lines(text: str) -> list[str]:
+    """``text``'s non-empty lines, stripped: the lines :func:`passages` numbers.
+
+    >>> text_lines("a\\n\\n  b ")
+    ['a', 'b']
+    """
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
 def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
     """``text``'s lines, each with its line number; a line over half ``max_tokens`` is cut into its
     sentences. A transcript's turn stays whole; a long paragraph gives its sentences.
@@ -66,7 +76,7 @@ def passages(text: str, max_tokens: int, count: Callable[[str], int]) -> list[tu
     [('ann: hi there. ok', 0), ('bob: A long line.', 1), ('It goes on.', 1)]
     """
     out: list[tuple[str, int]] = []
-    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
+    for n, line in enumerate(text_lines(text)):
         if count(line) <= max_tokens // 2:
             out.append((line, n))
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from ..passages import characters, passages, pieces
+from ..passages import characters, passages, pieces, text_lines
 from ..text import lexical_terms
 
 __all__ = ["excerpt"]
@@ -94,7 +94,7 @@ def _analysed(
     between: Chinese sentences, a passage cut by characters), each one's tokens and its lexical
     terms; a passage longer than the limit (a JSON payload, clauses with no full stop) in even
     pieces of half of it, so the part that matches can be shown."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]  # as passages() numbers them
+    lines = text_lines(text)
     units = []
     end = 0
     for unit, line in passages(text, max_tokens, count):
@@ -104,7 +104,7 @@ def _analysed(
                 end = 0
             start = lines[line].find(piece, end)
             units.append((piece, line, start == end > 0))
-            end = start + len(piece)
+            end = (start if start >= 0 else end) + len(piece)  # a piece not found (never yet) glues nothing
     return units, [count(u) for u, _, _ in units], [frozenset(lexical_terms(u)) for u, _, _ in units]
 
 
