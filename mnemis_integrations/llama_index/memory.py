@@ -12,7 +12,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
 from llama_index.core.memory.memory import BaseMemoryBlock
 
-from ..core.engine import MnemisMemory
+from ..core.engine import MnemisMemory, check_count
 from ..core.messages import utc_now
 from ..errors import NamespaceNotFoundError
 from ._convert import chat_message_id, chat_record, format_hits
@@ -98,6 +98,17 @@ class MnemisMemoryBlock(BaseMemoryBlock[str]):
         default=utc_now, exclude=True, description="Time stamped on messages when first stored."
     )
     _stored: set = PrivateAttr(default_factory=set)
+
+    def __init__(self, **data: Any) -> None:
+        # Refused as the retrievers refuse them, with the library's error naming the argument
+        # (pydantic's own bounds would answer with its ValidationError, and take "3" for 3).
+        memory = data.get("memory")
+        most = memory.config.limits.max_k if isinstance(memory, MnemisMemory) else None
+        if "similarity_top_k" in data:
+            check_count("similarity_top_k", data["similarity_top_k"], most)
+        if data.get("max_tokens") is not None:
+            check_count("max_tokens", data["max_tokens"])
+        super().__init__(**data)
 
     # ----- writing -----
     async def aingest(self, messages: list[ChatMessage], session_id: str | None = None) -> int:

@@ -12,7 +12,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 
 from mnemis_integrations.errors import InvalidQueryError
-from mnemis_integrations.llama_index import MnemisRetriever
+from mnemis_integrations.llama_index import MnemisMemoryBlock, MnemisRetriever
 
 HIT_FIELDS = {
     "path",
@@ -157,18 +157,24 @@ def test_delete_forgets_messages_by_id_and_delete_namespace_the_rest():
     assert memory.namespaces() == [] and retriever.retrieve("refund") == []
 
 
+# The memory block as well: before, pydantic refused its counts with a ValidationError and took "3".
+RECALLERS = [MnemisRetriever, MnemisMemoryBlock]
+
+
+@pytest.mark.parametrize("recaller", RECALLERS)
 @pytest.mark.parametrize("top_k", BAD_TOP_K)
-def test_retriever_refuses_a_bad_similarity_top_k_when_built(mem, top_k: Any):
+def test_retriever_refuses_a_bad_similarity_top_k_when_built(mem, top_k: Any, recaller):
     """Before: 0 and negatives raised a bare ValueError, a string or None a TypeError, and a float,
     a bool or more than ``limits.max_k`` passed and failed only at retrieve time, naming ``k``."""
     with pytest.raises(InvalidQueryError, match="similarity_top_k"):
-        MnemisRetriever(memory=mem, namespace="u1", similarity_top_k=top_k)
+        recaller(memory=mem, namespace="u1", similarity_top_k=top_k)
 
 
+@pytest.mark.parametrize("recaller", RECALLERS)
 @pytest.mark.parametrize("max_tokens", [0, -1, 2.5, "10", True])
-def test_retriever_refuses_a_bad_max_tokens_when_built(mem, max_tokens: Any):
+def test_retriever_refuses_a_bad_max_tokens_when_built(mem, max_tokens: Any, recaller):
     with pytest.raises(InvalidQueryError, match="max_tokens"):
-        MnemisRetriever(memory=mem, namespace="u1", max_tokens=max_tokens)
+        recaller(memory=mem, namespace="u1", max_tokens=max_tokens)
 
 
 def test_largest_similarity_top_k_is_accepted(mem):
