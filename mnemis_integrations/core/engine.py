@@ -393,6 +393,8 @@ class MnemisMemory:
             list(removed_messages),
         )
         if not delta:
+            if not st.version:  # a copy made for a namespace the store lacks, left as empty as it came
+                self._drop(namespace)
             return delta.graph
         # The embedder id and dimension commit with the first write, so no crash can separate them.
         meta = {"embedder_id": self.embedder.id, "dim": str(self._dim)} if self._dim is not None else None
@@ -821,7 +823,9 @@ class MnemisMemory:
         Fragments first show only their best-matching messages (``hit.focus``) so that more
         places fit, then get their other messages back while room is left, the better-scored hits
         first (``context.strategy`` ``ranked``: by score, whatever their order); ``text`` and
-        ``source_ids`` always agree. Tuned by ``config.context``.
+        ``source_ids`` always agree. Tuned by ``config.context``. Hits of an earlier search show
+        only what is still held: one whose node (or namespace) was forgotten since is left out, one
+        that lost some of its messages shows the rest.
 
         ``query``: the question the hits answer. With it, a message too long for the room left
         (over ``context.excerpt_tokens``) is shown as an excerpt, its passages that share the
@@ -908,7 +912,10 @@ class MnemisMemory:
             """``hit`` as its node holds it now: ``None`` when the node was forgotten since the
             search, narrowed to the rest when some of its messages were."""
             with self._lock(hit.namespace):
-                st = state(hit)
+                try:
+                    st = state(hit)
+                except NamespaceNotFoundError:  # its last message forgotten, the namespace went with it
+                    return None
                 if not st.graph.has(hit.node_id):
                     return None
                 held = set(st.node(hit.node_id).source_ids) & st.messages.keys()

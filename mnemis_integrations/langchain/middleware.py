@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..core.engine import MnemisMemory
+from ..core.engine import MnemisMemory, check_count
 from ..core.messages import utc_now
 from ._convert import format_documents, last_turn, message_record
 from ._namespaces import check_namespace_template, fill_namespace, is_namespace_template, run_value
@@ -72,7 +72,8 @@ class MnemisMemoryMiddleware(AgentMiddleware):
             namespace (or the namespace function's name) in brackets.
 
     Raises:
-        ValueError: ``k`` or ``max_tokens`` is not positive.
+        InvalidQueryError: ``k`` is not an integer from 1 to the memory's ``limits.max_k``, or
+            ``max_tokens`` is not a positive integer (a ``ValueError``).
         ConfigError: a malformed namespace template.
 
     Example:
@@ -101,10 +102,10 @@ class MnemisMemoryMiddleware(AgentMiddleware):
         name: str | None = None,
     ) -> None:
         super().__init__()
-        if k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
-        if max_tokens is not None and max_tokens <= 0:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        # checked as the search checks them, now rather than at the agent's first model call
+        check_count("k", k, memory.config.limits.max_k)
+        if max_tokens is not None:
+            check_count("max_tokens", max_tokens)
         if isinstance(namespace, str) and is_namespace_template(namespace):
             check_namespace_template(namespace)
         self.memory = memory

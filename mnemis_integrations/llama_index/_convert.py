@@ -99,7 +99,8 @@ def core_filter(filters: Any) -> dict[str, Any] | None:
     conditions translate; ``not`` and the operators outside :data:`FILTER_OPERATORS` raise.
 
     Raises:
-        InvalidQueryError: an operator or condition Mnemis does not support.
+        InvalidQueryError: an operator or condition Mnemis does not support, or ``filters`` is
+            neither a ``MetadataFilters`` nor a dict.
 
     Examples:
         >>> from types import SimpleNamespace as F
@@ -109,6 +110,12 @@ def core_filter(filters: Any) -> dict[str, Any] | None:
     """
     if filters is None or isinstance(filters, Mapping):
         return filters
+    # read by attribute below, where a list of MetadataFilter or a string fails with AttributeError
+    if not hasattr(filters, "filters"):
+        raise InvalidQueryError(
+            "filters must be a LlamaIndex MetadataFilters or a Mnemis filter dict, "
+            f"not {type(filters).__name__}"
+        )
     condition = _enum_value(getattr(filters, "condition", None)) or "and"
     if condition not in ("and", "or"):
         raise InvalidQueryError(

@@ -689,8 +689,9 @@ class MnemisPGRetriever(BasePGRetriever):
             hands its ``filters`` to its sub-retrievers).
 
     Raises:
-        InvalidQueryError: ``similarity_top_k`` is out of range, or ``filters`` uses an operator or
-            condition Mnemis does not support (checked when built).
+        InvalidQueryError: ``similarity_top_k`` is out of range, or ``filters`` is neither a
+            ``MetadataFilters`` nor a dict or uses an operator or condition Mnemis does not support
+            (checked when built).
     """
 
     def __init__(

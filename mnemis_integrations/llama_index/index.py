@@ -84,8 +84,9 @@ class MnemisPropertyGraphIndex(PropertyGraphIndex):
         **kwargs: Any,
     ) -> BaseRetriever:
         """A ``PGRetriever`` over ``sub_retrievers``, by default one :class:`MnemisPGRetriever`
-        returning at most ``similarity_top_k`` memories, from messages that match ``filters`` when
-        given (``PropertyGraphIndex`` hands them to its default sub-retrievers too)."""
+        ranking ``similarity_top_k`` memories (a superseded one brings its current successor along,
+        past it), from messages that match ``filters`` when given (``PropertyGraphIndex`` hands
+        them to its default sub-retrievers too)."""
         if sub_retrievers is None:
             sub_retrievers = [
                 MnemisPGRetriever(

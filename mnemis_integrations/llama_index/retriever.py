@@ -84,7 +84,8 @@ class MnemisRetriever(Erasure, BaseRetriever):
 
     Raises:
         InvalidQueryError: ``similarity_top_k`` or ``max_tokens`` is out of range or not an integer,
-            ``filters`` uses an operator or condition Mnemis does not support, or ``as_of`` /
+            ``filters`` is neither a ``MetadataFilters`` nor a dict or uses an operator or condition
+            Mnemis does not support, or ``as_of`` /
             ``score_threshold`` is not valid (all checked when the retriever is built).
 
     Example:
