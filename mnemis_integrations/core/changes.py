@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
-from .text import LATIN_WORD_CHAR, MONTHS, WEEKDAYS, has_cjk, jieba_words
+from .text import LATIN_WORD_CHAR, MONTHS, WEEKDAYS, has_cjk, jieba_words, text_cache
 
 __all__ = ["asks", "change_values", "has_change_cue", "states_decision", "stated_values", "states_change"]
 
@@ -53,7 +52,7 @@ _CHANGE_CUES = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def has_change_cue(text: str) -> bool:
     """True when the text announces a change of plan or fact.
 
@@ -143,7 +142,7 @@ _DAY_SHORT = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
+@text_cache(maxsize=4096)  # a candidate is met again by the messages that follow it
 def stated_values(text: str) -> frozenset[str]:
     """The values a message states, lower-cased (see :func:`change_values`)."""
     days = (d.lower().rstrip(".")[:3] for d in _DAY.findall(text) + _DAY_SHORT.findall(text))

@@ -56,7 +56,7 @@ from .storage.base import ConcurrentWriteError, Delta
 from .storage.memory import InMemoryStore
 from .storage.sqlite import SQLiteStore
 from .temporal import visible_successors
-from .text import lexical_terms
+from .text import clear_text_caches, lexical_terms
 from .tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -1231,6 +1231,7 @@ class MnemisMemory:
 
         with self._lock(ns):
             report = self._retrying(ns, attempt)
+            clear_text_caches()  # the process forgets the text too, not only the store
             self._store.purge()  # also when nothing was found: a retried erasure completes the purge
         logger.info(
             "namespace %r: forgot %d messages%s",

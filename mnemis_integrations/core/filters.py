@@ -25,11 +25,11 @@ import math
 import reprlib
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
 from ..errors import InvalidQueryError
 from .messages import iso_moment
+from .text import text_cache
 
 __all__ = ["COMPARISONS", "OPERATORS", "MetadataFilter", "all_of"]
 
@@ -238,7 +238,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
-@lru_cache(maxsize=65536)
+@text_cache(maxsize=65536)
 def _as_time(text: str) -> datetime | None:
     """A stored string read as a time (cached: the same values are compared query after query)."""
     return iso_moment(text)

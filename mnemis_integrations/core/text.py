@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from functools import _lru_cache_wrapper
 
 __all__ = [
     "LATIN_WORD_CHAR",
     "MONTHS",
     "WEEKDAYS",
     "STOPWORDS",
+    "clear_text_caches",
     "content_words",
     "format_date",
     "has_cjk",
@@ -21,8 +27,32 @@ __all__ = [
     "names",
     "normalise_name",
     "query_terms",
+    "text_cache",
     "tokenize",
 ]
+
+T = TypeVar("T")
+_TEXT_CACHES: list[_lru_cache_wrapper[Any]] = []
+
+
+def text_cache(maxsize: int) -> Callable[[Callable[..., T]], _lru_cache_wrapper[T]]:
+    """``functools.lru_cache`` for a function of what a message holds (its text, a word of it, a
+    metadata value), emptied with every other such cache by :func:`clear_text_caches`."""
+
+    def cached(fn: Callable[..., T]) -> _lru_cache_wrapper[T]:
+        wrapper = lru_cache(maxsize=maxsize)(fn)
+        _TEXT_CACHES.append(wrapper)
+        return wrapper
+
+    return cached
+
+
+def clear_text_caches() -> None:
+    """Empty every :func:`text_cache`. ``MnemisMemory.forget`` does, so the text it erases does not
+    stay in the process's memory as the key of a cache (until 4,096 other messages push it out)."""
+    for cache in _TEXT_CACHES:
+        cache.cache_clear()
+
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’\-]*[a-z0-9]|[a-z0-9]", re.IGNORECASE)
 _QUERY_WORD = re.compile(r"[\w'’\-]+", re.UNICODE)
@@ -479,7 +509,7 @@ def _word_classes():
     return getAllLemmas
 
 
-@lru_cache(maxsize=65536)
+@text_cache(maxsize=65536)
 def _never_a_noun(word: str) -> bool:
     """A word the lexicon knows only as a verb, adjective or adverb ("believe", "beautiful",
     "across"): it names no topic. A gerund counts as a noun when its verb is also a thing ("camping",
@@ -499,8 +529,7 @@ def _never_a_noun(word: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=1)
-@lru_cache(maxsize=256)
+@text_cache(maxsize=256)
 def jieba_words(text: str, hmm: bool = True) -> tuple[str, ...]:
     """jieba's words of ``text``, every character kept; ``hmm=False``: its dictionary's words only
     (its guesses for unknown words may join a word to the one before)."""
@@ -510,6 +539,7 @@ def jieba_words(text: str, hmm: bool = True) -> tuple[str, ...]:
     return tuple(jieba.lcut(text, HMM=hmm))
 
 
+@lru_cache(maxsize=1)
 def jieba_tagger():
     """jieba's part-of-speech tagger (``jieba.posseg``), loaded on first use: its dictionary takes a
     second."""
@@ -563,7 +593,7 @@ def _english_stemmer():
     return snowballstemmer.stemmer("english")
 
 
-@lru_cache(maxsize=65536)
+@text_cache(maxsize=65536)
 def _stem(token: str) -> str:
     if not token.isascii() or not token.isalpha():
         return token

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -173,6 +174,16 @@ def _embedding_loop() -> asyncio.AbstractEventLoop:
             _loop = asyncio.new_event_loop()
             threading.Thread(target=_loop.run_forever, name="mnemis-embed", daemon=True).start()
         return _loop
+
+
+def _forget_loop_in_child() -> None:
+    # A forked child has the loop but not the thread that runs it: its first embed would wait forever.
+    global _loop, _loop_guard
+    _loop, _loop_guard = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only; elsewhere no process is forked
+    os.register_at_fork(after_in_child=_forget_loop_in_child)
 
 
 def _memory_for(memory: MnemisMemory | None, index: IndexConfig | None) -> MnemisMemory:

@@ -9,10 +9,9 @@ fit, in their order, with ``…`` where text was left out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 
 from ..passages import characters, passages, pieces, text_lines
-from ..text import lexical_terms
+from ..text import lexical_terms, text_cache
 
 __all__ = ["excerpt"]
 
@@ -86,7 +85,7 @@ def excerpt(
     return _join(units, set(taken))
 
 
-@lru_cache(maxsize=256)
+@text_cache(maxsize=256)
 def _analysed(
     text: str, max_tokens: int, count: Callable[[str], int]
 ) -> tuple[list[tuple[str, int, bool]], list[int], list[frozenset[str]]]:

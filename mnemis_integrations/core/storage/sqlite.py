@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,17 +78,47 @@ class SQLiteStore:
     def __init__(self, path: str | Path):
         self.path = str(path)
         self._lock = threading.RLock()
-        try:
-            self._conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=30.0
-            )
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot open memory store {self.path!r}: {e}") from e
+        self._db: sqlite3.Connection | None
+        db = self._db = self._connect()
         try:
             self._open()
         except BaseException:
-            self._conn.close()  # a store that cannot be opened holds no file
+            db.close()  # a store that cannot be opened holds no file
             raise
+        _open_stores.add(self)
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            return sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot open memory store {self.path!r}: {e}") from e
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:  # in a forked child, on first use (see _forked)
+            db = self._db = self._connect()
+            try:
+                self._set_up()  # its pragmas hold per connection: secure_delete among them
+            except BaseException:
+                self._db = None
+                db.close()
+                raise
+        return self._db
+
+    def _forked(self) -> None:
+        """In a forked child: let go of the parent's connection; the child opens its own when it
+        first uses the store.
+
+        SQLite's file locks belong to a process, and a child inherits none of them. While the
+        parent's connection is open in the child, no connection of the child (that one, or one it
+        opens itself) holds the lock that tells the parent it is not the file's last user, so
+        the parent, on closing, deletes the WAL the child goes on committing to, and the child's
+        acknowledged writes are lost (https://sqlite.org/howtocorrupt.html#fork).
+        """
+        self._lock = threading.RLock()  # another thread of the parent may have held it at the fork
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def _open(self) -> None:
         try:
@@ -170,7 +202,10 @@ class SQLiteStore:
             try:
                 yield
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # some errors (a full disk) roll the transaction back themselves: a second
+                # rollback would fail and hide them
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
 
@@ -362,4 +397,18 @@ class SQLiteStore:
 
     def close(self) -> None:
         with self._lock:
+            _open_stores.discard(self)
             self._conn.close()
+
+
+# The stores open in this process, so that a forked child lets go of the connections it inherited.
+_open_stores: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_open_stores):
+        store._forked()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only; elsewhere no process is forked
+    os.register_at_fork(after_in_child=_after_fork_in_child)
