@@ -7,7 +7,7 @@ linked by several kinds at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -43,6 +43,67 @@ class GraphChanges:
         return bool(self.nodes or self.removed_nodes or self.edges or self.removed_edges)
 
 
+class _Journal(dict):
+    """The ids of the nodes changed since the journal was last taken, in the order first changed
+    (rows keep the order nodes were made in). While the graph keeps key indexes, it also gathers
+    the ids written since those last looked (``unkeyed``, which taking the journal leaves): a
+    field assigned in place reaches the graph only through here, and looking again at the whole
+    journal at each lookup would make a change that looks names up as it goes cost the square of
+    its size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unkeyed: dict[str, None] | None = None
+
+    def __setitem__(self, node_id: str, value: None) -> None:
+        super().__setitem__(node_id, value)
+        if self.unkeyed is not None:
+            self.unkeyed[node_id] = None
+
+
+class _KeyedNodes:
+    """The nodes of a graph by one key of the caller's, each with its place in the graph's order
+    (networkx keeps nodes in the order they were first added: one put back again goes last)."""
+
+    def __init__(self, key: Callable[[Node], Hashable], nodes: Iterable[Node]):
+        self.key = key
+        self.entry: dict[str, tuple[Hashable, int]] = {}  # node id -> (its key, its place)
+        self.by_key: dict[Hashable, tuple[str, ...]] = {}
+        self.next_place = 0
+        for node in nodes:
+            self.added(node)
+
+    def added(self, node: Node) -> None:
+        """``node`` was added, or one of its fields may have changed."""
+        value, old = self.key(node), self.entry.get(node.id)
+        if old is None:  # new to the graph (a removed node's entry went with it): networkx puts it last
+            place = self.next_place
+            self.next_place += 1
+        elif old[0] == value:
+            return
+        else:
+            place = old[1]
+            self._unfile(node.id, old[0])
+        self.entry[node.id] = (value, place)
+        self.by_key[value] = (*self.by_key.get(value, ()), node.id)
+
+    def removed(self, node_id: str) -> None:
+        old = self.entry.pop(node_id, None)
+        if old is not None:
+            self._unfile(node_id, old[0])
+
+    def _unfile(self, node_id: str, value: Hashable) -> None:
+        left = tuple(i for i in self.by_key[value] if i != node_id)
+        if left:
+            self.by_key[value] = left
+        else:
+            del self.by_key[value]
+
+    def ids(self, values: Iterable[Hashable]) -> list[str]:
+        found = {i for v in values for i in self.by_key.get(v, ())}
+        return sorted(found, key=lambda i: self.entry[i][1])
+
+
 class MemoryGraph:
     """Hierarchy (concept > subtopic > fragment), entities and typed edges of one namespace.
 
@@ -63,10 +124,14 @@ class MemoryGraph:
         self.namespace = namespace
         self.g = nx.MultiDiGraph()
         # The change journal: what a write must persist (see take_changes).
-        self._changed: dict[str, None] = {}  # an ordered set: rows keep the order nodes were made in
+        self._changed = _Journal()
         self._removed: set[str] = set()
         self._added_edges: dict[EdgeKey, Edge] = {}
         self._removed_edges: set[EdgeKey] = set()
+        # Indexes by a caller's key (nodes_keyed), made on first use and kept by add_node and
+        # remove_node; the nodes written since they last looked (a field assigned in place, which
+        # reaches only the journal) are keyed again before the next lookup.
+        self._keyed: dict[Callable[[Node], Hashable], _KeyedNodes] = {}
 
     # ----- change journal -----
     def touch(self, node_id: str) -> None:
@@ -100,6 +165,8 @@ class MemoryGraph:
         object.__setattr__(node, "_journal", self._changed)
         self._changed[node.id] = None
         self._removed.discard(node.id)
+        for index in self._keyed.values():
+            index.added(node)
 
     def get(self, node_id: str) -> Node:
         try:
@@ -120,6 +187,8 @@ class MemoryGraph:
         self.g.remove_node(node_id)
         self._changed.pop(node_id, None)
         self._removed.add(node_id)
+        for index in self._keyed.values():
+            index.removed(node_id)
 
     def nodes(self, kind: NodeKind | None = None, status: Status | None = None) -> list[Node]:
         out = []
@@ -131,6 +200,45 @@ class MemoryGraph:
 
     def __len__(self) -> int:
         return self.g.number_of_nodes()
+
+    def nodes_keyed(self, key: Callable[[Node], Hashable], values: Iterable[Hashable]) -> list[Node]:
+        """The nodes whose ``key(node)`` is among ``values``, in the order :meth:`nodes` lists them.
+
+        The first call with a ``key`` (the same function each time) reads every node; the graph
+        keeps that index from then on, so later calls cost what they find, not what the graph
+        holds. ``key`` may read any field: an assigned one journals itself, a list or
+        ``properties`` changed in place counts once :meth:`touch` names the node. Meant for a key
+        that tells nodes nearly apart (a name, an id): the nodes sharing a value are kept as one
+        small group, made again as one joins or leaves it.
+
+        >>> g = MemoryGraph("u1")
+        >>> for nid, label in (("a", "Acme"), ("b", "Bea"), ("c", "Acme")):
+        ...     g.add_node(Node(nid, NodeKind.ENTITY, label, "u1"))
+        >>> by_label = lambda n: n.label
+        >>> [n.id for n in g.nodes_keyed(by_label, ["Acme"])]
+        ['a', 'c']
+        >>> g.get("b").label = "Acme"
+        >>> [n.id for n in g.nodes_keyed(by_label, ["Acme"])]
+        ['a', 'b', 'c']
+        """
+        self._key_journaled()
+        index = self._keyed.get(key)
+        if index is None:
+            index = self._keyed[key] = _KeyedNodes(key, self.nodes())
+            self._changed.unkeyed = {}
+        return [self.g._node[i]["node"] for i in index.ids(values)]
+
+    def _key_journaled(self) -> None:
+        """Key again the nodes written since the indexes last looked (a field assigned in place)."""
+        unkeyed = self._changed.unkeyed
+        if not unkeyed:
+            return
+        for node_id in unkeyed:
+            data = self.g._node.get(node_id)
+            if data is not None:
+                for index in self._keyed.values():
+                    index.added(data["node"])
+        unkeyed.clear()
 
     # ----- edges -----
     def add_edge(self, edge: Edge) -> None:

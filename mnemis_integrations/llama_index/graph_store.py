@@ -231,23 +231,20 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             yield src, rel, dst
 
     @staticmethod
-    def _by_llama_id(g: MemoryGraph) -> dict[str, list[Node]]:
-        index: dict[str, list[Node]] = {}
-        for node in g.nodes():
-            index.setdefault(llama_id(node), []).append(node)
-        return index
+    def _named(g: MemoryGraph, lid: str) -> list[Node]:
+        """The nodes LlamaIndex knows as ``lid``, in the graph's order: an entity by its name, any
+        other node by its id (a chunk and an entity may share one). The graph keeps this index as
+        it changes, so a lookup costs what it finds, not what the namespace holds."""
+        return g.nodes_keyed(llama_id, [lid])
 
     # ----- reads -----
     def get(self, properties: dict | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
         """Nodes whose LlamaIndex id is in ``ids`` and whose properties include all of ``properties``;
         every node when neither is given."""
-        wanted = set(ids) if ids else None
 
         def matching(g: MemoryGraph) -> list[LabelledNode]:
             out = []
-            for node in g.nodes():
-                if wanted is not None and llama_id(node) not in wanted:
-                    continue
+            for node in g.nodes_keyed(llama_id, ids) if ids else g.nodes():
                 lnode = self._to_llama(node)
                 if matches_properties(lnode.properties, properties):
                     out.append(lnode)
@@ -310,8 +307,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         skip = set(ignore_rels or []) | set(self.rel_map_skips)
 
         def near(g: MemoryGraph) -> list[Triplet]:
-            index = self._by_llama_id(g)
-            start = [n.id for gn in graph_nodes for n in index.get(gn.id, [])]
+            start = [n.id for gn in graph_nodes for n in self._named(g, gn.id)]
             found = g.edges_near(start, depth, follow=lambda e: relation_label(e) not in skip, limit=limit)
             return list(self._triplets(g, found))
 
@@ -341,29 +337,22 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             refuse_nul("node id", lnode.id)
             refuse_nul("node label", lnode.label)
 
-        # Only an entity is looked up by its LlamaIndex id (its name), a chunk by its node id: a
-        # document's chunks alone need no index of the whole graph.
-        names_wanted = any(isinstance(lnode, EntityNode) for lnode in nodes)
-
         def change(g: MemoryGraph) -> None:
-            index = self._by_llama_id(g) if names_wanted else {}
             for lnode in nodes:
                 if isinstance(lnode, EntityNode):
-                    node = self._upsert_entity(g, index, lnode)
+                    self._upsert_entity(g, lnode)
                 elif isinstance(lnode, ChunkNode):
-                    node = self._upsert_chunk(g, lnode, metadata)
+                    self._upsert_chunk(g, lnode, metadata)
                 else:
                     raise TypeError(f"cannot store {type(lnode).__name__}: use EntityNode or ChunkNode")
-                lid = llama_id(node)
-                index[lid] = [n for n in index.get(lid, []) if n.id != node.id] + [node]
 
         self._write(change)
 
-    def _upsert_entity(self, g: MemoryGraph, index: dict[str, list[Node]], lnode: EntityNode) -> Node:
+    def _upsert_entity(self, g: MemoryGraph, lnode: EntityNode) -> None:
         fields, own = split_node_properties(lnode.properties)
         if lnode.label != DEFAULT_ENTITY_LABEL:
             own[LABEL_PROPERTY] = lnode.label
-        existing = next((n for n in index.get(lnode.id, []) if n.kind == NodeKind.ENTITY), None)
+        existing = next((n for n in self._named(g, lnode.id) if n.kind == NodeKind.ENTITY), None)
         if existing is None:
             node = Node(
                 id=entity_node_id(lnode.name), kind=NodeKind.ENTITY, label=lnode.name, namespace=g.namespace
@@ -372,11 +361,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         else:
             node = dataclasses.replace(existing, **fields)
             own = {**existing.properties, **own}
-        node = dataclasses.replace(node, properties=own)
-        g.add_node(node)
-        return node
+        g.add_node(dataclasses.replace(node, properties=own))
 
-    def _upsert_chunk(self, g: MemoryGraph, lnode: ChunkNode, metadata: bool = False) -> Node:
+    def _upsert_chunk(self, g: MemoryGraph, lnode: ChunkNode, metadata: bool = False) -> None:
         if metadata:
             fields, own = {}, own_properties(lnode.properties)
         else:
@@ -400,7 +387,6 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             node, summary=lnode.text, properties=own, **{k: v for k, v in fields.items() if k != "summary"}
         )
         g.add_node(node)
-        return node
 
     def upsert_relations(self, relations: list[Relation]) -> None:
         """Add relations, or merge properties into the same (source, label, target) relation.
@@ -420,11 +406,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 refuse_nul(what, value)
 
         def change(g: MemoryGraph) -> None:
-            index = self._by_llama_id(g)
-
             def resolve(lid: str, rel: Relation) -> Node:
-                if index.get(lid):
-                    return index[lid][0]
+                named = self._named(g, lid)
+                if named:
+                    return named[0]
                 source = rel.properties.get(TRIPLET_SOURCE_KEY)
                 node = Node(
                     id=entity_node_id(lid),
@@ -434,7 +419,6 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     properties={} if source is None else {TRIPLET_SOURCE_KEY: source},
                 )
                 g.add_node(node)
-                index[lid] = [node]
                 return node
 
             for rel in relations:
@@ -442,9 +426,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 kind, label = edge_kind_for_label(rel.label)
                 fields, own = split_relation_properties(rel.properties)
                 edge = Edge(src.id, dst.id, kind, label=label, **fields)
-                old = next(
-                    (e for e in g.out_edges(src.id, kind) if e.dst == dst.id and e.label == label), None
-                )
+                old = next((e for e in g.edges_between(src.id, dst.id, kind) if e.label == label), None)
                 if old is not None:
                     own = {**old.properties, **own}
                     edge = dataclasses.replace(old, **fields)

@@ -9,7 +9,7 @@ extracted entities behind; ``as_retriever()`` answered with triplets of internal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -35,6 +35,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
 )
 
+from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.model import Node, NodeKind
 from mnemis_integrations.errors import DuplicateMessageError, InvalidMessageError, InvalidQueryError
 from mnemis_integrations.llama_index import (
@@ -410,17 +411,23 @@ def test_a_write_another_writer_beat_runs_again_on_the_fresh_graph(name, tmp_pat
 # ---------------------------------------------------------------------------------------------
 
 
-def _every_kind_of_write(store: MnemisPropertyGraphStore) -> None:
-    """Documents through an index (chunks, extracted entities and relations), a document stored
-    again unchanged and with other text, entities, relations and a deletion, with chat between."""
+def _indexed(store: MnemisPropertyGraphStore) -> PropertyGraphIndex:
+    """The test documents through a PropertyGraphIndex over ``store``: chunks, extracted entities
+    and relations."""
     splitter = SentenceSplitter(chunk_size=24, chunk_overlap=0, id_func=lambda i, doc: f"{doc.id_}-{i}")
-    index = PropertyGraphIndex.from_documents(
+    return PropertyGraphIndex.from_documents(
         _docs(),
         property_graph_store=store,
         kg_extractors=[FACTS, ImplicitPathExtractor()],
         embed_kg_nodes=False,
         transformations=[splitter],
     )
+
+
+def _every_kind_of_write(store: MnemisPropertyGraphStore) -> None:
+    """Documents through an index (chunks, extracted entities and relations), a document stored
+    again unchanged and with other text, entities, relations and a deletion, with chat between."""
+    index = _indexed(store)
     store.memory.add_messages(
         [{"id": "c1", "speaker": "ann", "text": "Logan says the refund cleared today.", "timestamp": NOW}],
         namespace=store.namespace,
@@ -517,3 +524,127 @@ def _answers(store: MnemisPropertyGraphStore, query: str) -> tuple:
     nodes, scores = store.vector_query(VectorStoreQuery(query_str=query, similarity_top_k=6))
     hits = store.memory.search(query, k=6, namespace=store.namespace)
     return [n.id for n in nodes], scores, [(h.node_id, h.score, h.text) for h in hits]
+
+
+# ---------------------------------------------------------------------------------------------
+# Names are looked up through the graph's own index (MemoryGraph.nodes_keyed), with a scan's results
+# ---------------------------------------------------------------------------------------------
+
+# Names a scan and the index may tell apart: an entity the builder made from chat ("Acme"), one
+# whose name holds a quote (its LlamaIndex id has a space there), a chunk and an entity sharing a
+# name, an entity renamed in place by hand, one deleted and made again.
+_NAMES = ["Acme", "Acme  Inc ", "Payments team", "Logan", "Bea", "Refunds", "Refund desk", "Noodle bar"]
+
+
+def _writes_that_share_names(store: MnemisPropertyGraphStore) -> None:
+    mem, ns = store.memory, store.namespace
+    mem.add_messages(
+        [{"id": "c0", "speaker": "ann", "text": "Logan met the Payments team about Acme.", "timestamp": NOW}],
+        namespace=ns,
+    )
+    index = _indexed(store)
+    store.get(ids=["Acme"])  # the names are indexed from here on: every change below must keep them
+    store.upsert_nodes(
+        [
+            EntityNode(name="Acme", label="ORG", properties={"size": 3}),
+            EntityNode(name='Acme "Inc"'),
+            EntityNode(name="Acme", properties={"tier": "gold"}),
+        ]
+    )
+    store.upsert_relations([Relation(label="OWNS", source_id="Acme  Inc ", target_id="Acme")])
+    store.upsert_llama_nodes([TextNode(id_="Payments team", text="The payments team owns refunds now.")])
+    store.upsert_relations([Relation(label="OWNS", source_id="Payments team", target_id="Refunds")])
+    (refunds,) = store.get(ids=["Refunds"])
+    mem.apply(lambda g: setattr(g.get(refunds.properties["node_id"]), "label", "Refund desk"), namespace=ns)
+    store.upsert_relations([Relation(label="ANSWERS", source_id="Refund desk", target_id="Logan")])
+    store.upsert_nodes([EntityNode(name="Bea")])
+    store.delete(entity_names=["Bea"])
+    store.upsert_relations([Relation(label="KNOWS", source_id="Bea", target_id="Acme")])
+    index.insert(Document(text="Logan approved the noodle bar budget.", id_="doc-3"))
+    index.delete_ref_doc("doc-2")
+
+
+def _names_as_seen(store: MnemisPropertyGraphStore) -> dict:
+    return {
+        **_as_seen(store),
+        "get": [(type(n).__name__, n.id, n.label, n.properties) for n in store.get(ids=_NAMES)],
+        "each": [[n.properties["node_id"] for n in store.get(ids=[name])] for name in _NAMES],
+        "rel_map": [
+            (a.properties["node_id"], r.label, b.properties["node_id"])
+            for a, r, b in store.get_rel_map(store.get(ids=["Acme", "Refund desk", "Payments team"]), depth=2)
+        ],
+    }
+
+
+def _scanning(self: MemoryGraph, key: Callable[[Node], Hashable], values: Iterable[Hashable]) -> list[Node]:
+    wanted = set(values)
+    return [n for n in self.nodes() if key(n) in wanted]
+
+
+def test_names_looked_up_through_the_graphs_index_give_what_a_scan_gives(monkeypatch):
+    """The same writes into two stores, the second through ``MnemisMemory.apply`` and finding every
+    name by scanning the graph (the store's lookups before the index): the same graph, messages,
+    ``get``, ``get_rel_map``, ``vector_query`` and retrieved memory."""
+    indexed = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    scanned = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    _writes_that_share_names(indexed)
+    seen = _names_as_seen(indexed)
+    with monkeypatch.context() as m:
+        m.setattr(scanned.memory, "apply_journaled", scanned.memory.apply)
+        m.setattr(MemoryGraph, "nodes_keyed", _scanning)
+        _writes_that_share_names(scanned)
+        assert _names_as_seen(scanned) == seen
+
+    each = dict(zip(_NAMES, seen["each"], strict=True))
+    assert each["Acme"] == ["e:acme"]  # the builder's entity took the extracted one's properties
+    assert each["Acme  Inc "] == ['pg-entity:Acme "Inc"']
+    assert each["Payments team"] == ["pg-entity:Payments team", "Payments team"]  # entity first, as made
+    assert each["Refund desk"] == ["pg-entity:Refunds"] and each["Refunds"] == []  # renamed in place
+    owns = {(a, b) for a, label, b in seen["rel_map"] if label == "OWNS"}
+    assert ("pg-entity:Payments team", "pg-entity:Refunds") in owns
+    assert ('pg-entity:Acme "Inc"', "e:acme") in owns
+    assert ("pg-entity:Refunds", "ANSWERS", "pg-entity:Logan") in seen["rel_map"]
+
+
+@pytest.mark.parametrize("when", ["before the call", "between its read and its write"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda s: s.upsert_nodes([EntityNode(name="Bea", properties={"team": "ops"})]),
+        lambda s: s.upsert_relations([Relation(label="KNOWS", source_id="Ann", target_id="Bea")]),
+    ],
+    ids=["upsert_nodes", "upsert_relations"],
+)
+def test_a_name_another_writer_gave_is_found_on_the_fresh_graph(when, write, tmp_path, monkeypatch):
+    """Another process makes an entity named "Bea" after this store indexed the names of its graph.
+    This store's write finds that entity by its name on the graph as it is now (reloaded, or written
+    again after the refused write), never a copy of the names made before: no second "Bea"."""
+    path = str(tmp_path / "shared.db")
+    mine = make_memory(path, messages=())
+    store = MnemisPropertyGraphStore(memory=mine, namespace="docs", clock=lambda: NOW)
+    store.upsert_llama_nodes([TextNode(id_="t1", text="Ann plans the offsite at the lighthouse.")])
+    store.upsert_nodes([EntityNode(name="Ann")])
+    assert store.get(ids=["Bea"]) == []  # the names are indexed, without Bea
+    other = make_memory(path, messages=())
+
+    def other_writes() -> None:
+        other.apply(lambda g: g.add_node(Node("hand-bea", NodeKind.ENTITY, "Bea", "docs")), namespace="docs")
+
+    real_write, versions = mine._store.write, []
+
+    def write_after_the_other_writer(namespace: str, delta: Any, expected: int, meta: Any = None) -> int:
+        if not versions and when != "before the call":
+            other_writes()
+        versions.append(expected)
+        return real_write(namespace, delta, expected, meta)
+
+    if when == "before the call":
+        other_writes()
+    monkeypatch.setattr(mine._store, "write", write_after_the_other_writer)
+    write(store)
+
+    assert len(versions) == (1 if when == "before the call" else 2)
+    reopened = MnemisPropertyGraphStore(memory=make_memory(path, messages=()), namespace="docs")
+    for seen in (store, reopened):
+        assert [n.properties["node_id"] for n in seen.get(ids=["Bea"])] == ["hand-bea"]
+        assert not seen.memory.graph("docs").has("pg-entity:Bea")

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from _over_time import TOPICS
@@ -162,4 +163,71 @@ def test_inserting_one_document_into_the_property_graph_store_does_not_scan_the_
     ``apply_journaled``, which derives only what the new node reaches."""
     assert_bounded(
         _document_ingest_scan(SMALL), _document_ingest_scan(LARGE), "graph nodes listed per document"
+    )
+
+
+def _extracting_index(store: Any) -> Any:
+    """A ``PropertyGraphIndex`` on ``store`` whose extractor, as an LLM's would, finds a person and
+    a place in each document and relates them, and relates the person to the first document's."""
+    from llama_index.core import PropertyGraphIndex
+    from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, EntityNode, Relation
+    from llama_index.core.schema import TransformComponent
+
+    class People(TransformComponent):
+        def __call__(self, nodes: Sequence[Any], **kwargs: Any) -> Sequence[Any]:
+            for node in nodes:
+                person, place = node.metadata["person"], node.metadata["place"]
+                node.metadata[KG_NODES_KEY] = [
+                    EntityNode(name=person, label="PERSON"),
+                    EntityNode(name=place, label="PLACE"),
+                ]
+                node.metadata[KG_RELATIONS_KEY] = [
+                    Relation(label="BOOKED", source_id=person, target_id=place),
+                    Relation(label="WORKS_WITH", source_id=person, target_id="Mira"),
+                ]
+            return nodes
+
+    return PropertyGraphIndex.from_existing(
+        property_graph_store=store, kg_extractors=[People()], embed_kg_nodes=False
+    )
+
+
+def _document_with_entities_scan(n: int) -> int:
+    pytest.importorskip("llama_index.core")
+    from llama_fakes import offline_settings
+    from llama_index.core import Document
+
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    mem = filled(n)
+    # dated after the chat: a document told earlier than its last messages would be judged against them
+    after_the_chat = T0 + timedelta(hours=7 * n + 1)
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u", clock=lambda: after_the_chat)
+    with offline_settings():
+        index = _extracting_index(store)
+        index.insert(
+            Document(
+                text="Mira moved the offsite.", id_="doc-0", metadata={"person": "Mira", "place": "Hotel"}
+            )
+        )
+        with nodes_listed() as seen:
+            index.insert(
+                Document(
+                    text="Tomas booked the lighthouse for the deploy retro.",
+                    id_="doc-1",
+                    metadata={"person": "Tomas", "place": "Lighthouse"},
+                )
+            )
+    assert {"Tomas", "Lighthouse"} <= {node.id for node in store.get(ids=["Tomas", "Lighthouse"])}
+    return seen[0]
+
+
+def test_inserting_a_document_with_extracted_entities_does_not_scan_the_namespace():
+    """With a knowledge-graph extractor, an insert also looks its entities up (``get(ids=...)``),
+    upserts them (``upsert_nodes``) and their relations (``upsert_relations``), and each of those
+    indexed every node of the namespace by LlamaIndex id."""
+    assert_bounded(
+        _document_with_entities_scan(SMALL),
+        _document_with_entities_scan(LARGE),
+        "graph nodes listed per document with entities",
     )

@@ -83,3 +83,67 @@ def test_edges_near_walks_both_ways_hop_by_hop_and_stops_at_depth_limit_and_unfo
     assert near(3) == [*near(2), ("f2", "e")]
     assert near(3, limit=2) == [("f1", "s"), ("s", "c")]
     assert near(3, follow=lambda e: e.kind != EdgeKind.MENTIONS) == near(2)
+
+
+def _name(node: Node) -> str:
+    return node.label if node.kind == NodeKind.ENTITY else node.id
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nodes_keyed_answers_as_a_scan_of_the_graph_through_every_kind_of_change(seed):
+    """The index by a key is kept by the graph's own methods and by the journal (a label or a kind
+    assigned in place), across writes that take the journal: a lookup gives the nodes a scan of
+    :meth:`MemoryGraph.nodes` would, in that order, also after a node is removed and put back
+    (last) or replaced (in its place)."""
+    import random
+
+    rnd = random.Random(seed)
+    names = ["Acme", "Bea", "Cal", "n1", "n2"]
+    g = MemoryGraph("u1")
+
+    def scanned(values: list[str]) -> list[str]:
+        return [n.id for n in g.nodes() if _name(n) in values]
+
+    for step in range(400):
+        ids = [n.id for n in g.nodes()]
+        op = rnd.choice(["add", "add", "replace", "remove", "rename", "rekind", "take"])
+        if op == "add" or not ids:
+            nid = rnd.choice(["n1", "n2", "n3"]) if rnd.random() < 0.3 else f"e{step}"
+            if not g.has(nid):
+                g.add_node(
+                    Node(nid, rnd.choice([NodeKind.ENTITY, NodeKind.FRAGMENT]), rnd.choice(names), "u1")
+                )
+        elif op == "replace":
+            old = g.get(rnd.choice(ids))
+            g.add_node(Node(old.id, old.kind, rnd.choice(names), "u1"))
+        elif op == "remove":
+            g.remove_node(rnd.choice(ids))
+        elif op == "rename":
+            g.get(rnd.choice(ids)).label = rnd.choice(names)
+        elif op == "rekind":
+            node = g.get(rnd.choice(ids))
+            node.kind = NodeKind.FRAGMENT if node.kind == NodeKind.ENTITY else NodeKind.ENTITY
+        else:
+            g.take_changes()
+        if rnd.random() < 0.3:  # several changes between lookups, a write's taking the journal among them
+            wanted = rnd.sample(names, rnd.randint(1, 3))
+            assert [n.id for n in g.nodes_keyed(_name, wanted)] == scanned(wanted), (step, op)
+
+
+def test_a_change_that_looks_names_up_as_it_goes_keys_each_node_it_writes_a_bounded_number_of_times():
+    """Each lookup keys again only the nodes written since the last one, not the whole journal: a
+    change adding a thousand entities and looking each name up first (as the LlamaIndex store's
+    ``upsert_nodes`` does) keys each node a few times, not once per lookup after it."""
+    keyed = [0]
+
+    def name(node: Node) -> str:
+        keyed[0] += 1
+        return node.label
+
+    g = MemoryGraph("u1")
+    g.add_node(Node("e0", NodeKind.ENTITY, "Acme", "u1"))
+    assert [n.id for n in g.nodes_keyed(name, ["Acme"])] == ["e0"]
+    for i in range(1, 1_001):
+        assert g.nodes_keyed(name, [f"n{i}"]) == []
+        g.add_node(Node(f"e{i}", NodeKind.ENTITY, f"n{i}", "u1"))
+    assert keyed[0] <= 3 * 1_001, keyed[0]
