@@ -355,7 +355,10 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         existing = next((n for n in self._named(g, lnode.id) if n.kind == NodeKind.ENTITY), None)
         if existing is None:
             node = Node(
-                id=entity_node_id(lnode.name), kind=NodeKind.ENTITY, label=lnode.name, namespace=g.namespace
+                id=_free_entity_id(g, lnode.name),
+                kind=NodeKind.ENTITY,
+                label=lnode.name,
+                namespace=g.namespace,
             )
             node = dataclasses.replace(node, **fields)
         else:
@@ -412,7 +415,7 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                     return named[0]
                 source = rel.properties.get(TRIPLET_SOURCE_KEY)
                 node = Node(
-                    id=entity_node_id(lid),
+                    id=_free_entity_id(g, lid),
                     kind=NodeKind.ENTITY,
                     label=lid,
                     namespace=g.namespace,
@@ -649,6 +652,17 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
             "MnemisPropertyGraphStore has no query language; use get, get_triplets or get_rel_map, "
             "or MnemisPGRetriever / memory.search for recall"
         )
+
+
+def _free_entity_id(g: MemoryGraph, name: str) -> str:
+    """An id for a new entity of this name that no node holds: the node first given it may since
+    have been renamed by hand, and writing over it would lose that node."""
+    base = nid = entity_node_id(name)
+    n = 1
+    while g.has(nid):
+        n += 1
+        nid = f"{base}#{n}"
+    return nid
 
 
 class MnemisPGRetriever(BasePGRetriever):

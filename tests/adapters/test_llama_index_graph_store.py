@@ -383,3 +383,20 @@ def test_get_triplets_combines_filters_as_the_reference_store_does(mem, query: d
     store.upsert_relations(GRAPH_RELATIONS)
 
     assert _triplet_ids(store.get_triplets(**query)) == _triplet_ids(reference.get_triplets(**query))
+
+
+def test_an_entity_renamed_by_hand_is_not_written_over_by_a_new_one_of_its_old_name():
+    """A new entity's id is made from its name: one renamed by hand since kept that id, and an
+    entity of its old name written later replaced it, the renamed node lost."""
+    mem = make_memory()
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u1")
+    store.upsert_nodes([EntityNode(name="Bea", properties={"team": "payments"})])
+
+    def rename(g) -> None:
+        g.get("pg-entity:Bea").label = "Beatrice"
+
+    mem.apply_journaled(rename, namespace="u1")
+    store.upsert_nodes([EntityNode(name="Bea", properties={"team": "refunds"})])
+    store.upsert_relations([Relation(label="KNOWS", source_id="Carl", target_id="Bea")])
+    entities = {n.name: n.properties.get("team") for n in store.get() if isinstance(n, EntityNode)}
+    assert entities["Beatrice"] == "payments" and entities["Bea"] == "refunds"
