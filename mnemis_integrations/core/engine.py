@@ -49,7 +49,7 @@ from .retrieval.cache import PathCache
 from .retrieval.excerpt import excerpt
 from .retrieval.message_match import message_match
 from .retrieval.render import render
-from .retrieval.results import MemoryHit, metadata_of
+from .retrieval.results import MemoryHit, metadata_of, said_last
 from .retrieval.search import dual_path_search
 from .state import NamespaceState
 from .storage.base import ConcurrentWriteError, Delta
@@ -322,13 +322,13 @@ class MnemisMemory:
             )
         return arr
 
+    def _config_for(self, config: Any) -> MemoryConfig:
+        """A call's ``config=`` once checked, else this memory's own."""
+        return _check_config(config) if config is not None else self.config
+
     def _query_vector(self, query: str) -> np.ndarray:
         qvec = self._embedded(self.embedder.embed_queries([query]), 1)[0]
-        if not np.isfinite(qvec).all():  # every cosine would be NaN: no node at all, as if empty
-            raise InvalidQueryError(
-                f"embedder {self.embedder.id!r} gave the query a vector holding NaN or infinity"
-            )
-        return qvec
+        return _finite_query(qvec, f"the query vector embedder {self.embedder.id!r} gave")
 
     def _lock(self, namespace: str) -> threading.RLock:
         with self._guard:
@@ -755,7 +755,7 @@ class MnemisMemory:
                 other than one vector.
         """
         namespace = self._ns(namespace)
-        cfg = _check_config(config) if config is not None else self.config
+        cfg = self._config_for(config)
         _check_query(query, cfg)
         _check_k(k, cfg)
         if max_tokens is not None:
@@ -837,7 +837,7 @@ class MnemisMemory:
             ConfigError: ``config`` is not a :class:`MemoryConfig`.
         """
         _check_budget(max_tokens)
-        cfg = _check_config(config) if config is not None else self.config
+        cfg = self._config_for(config)
         return self._fit(_hits_of(hits), max_tokens, cfg, query, {})
 
     def _fit(
@@ -895,9 +895,7 @@ class MnemisMemory:
                 text, shown = rendered(st, hit, ids, cut)
                 shared, per_message = metadata_of(st.messages[m] for m in shown)
                 # dated by what it shows, as a hit a filter or as_of narrowed is (retrieval.search)
-                when = max(
-                    (t for m in shown if (t := st.messages[m].timestamp) is not None), default=hit.time
-                )
+                when = said_last((st.messages[m] for m in shown), default=hit.time)
             return replace(
                 hit,
                 text=text,
@@ -975,8 +973,7 @@ class MnemisMemory:
                 qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
             except (TypeError, ValueError) as e:
                 raise InvalidQueryError(f"the query vector must be a sequence of numbers: {e}") from None
-            if not np.isfinite(qvec).all():  # every cosine would be NaN: no node at all, as if empty
-                raise InvalidQueryError("the query vector must hold finite numbers (no NaN or infinity)")
+            _finite_query(qvec, "the query vector")
             if self._dim is not None and qvec.shape[0] != self._dim:
                 raise InvalidQueryError(
                     f"the query vector has {qvec.shape[0]} dimensions, this memory's vectors {self._dim}: "
@@ -1028,7 +1025,7 @@ class MnemisMemory:
             ConfigError: ``config`` is not a :class:`MemoryConfig`, or the embedder answered with
                 other than one vector.
         """
-        cfg = _check_config(config) if config is not None else self.config
+        cfg = self._config_for(config)
         _check_query(query, cfg)
         if not isinstance(message_ids, Mapping):
             raise InvalidQueryError(
@@ -1252,6 +1249,14 @@ class MnemisMemory:
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
         relabel_parents(st, set(node_ids))
+
+
+def _finite_query(qvec: np.ndarray, what: str) -> np.ndarray:
+    """``qvec``, refused when it holds NaN or infinity: every cosine would be NaN, so no node at all
+    would be found, as if the memory were empty."""
+    if not np.isfinite(qvec).all():
+        raise InvalidQueryError(f"{what} holds NaN or infinity")
+    return qvec
 
 
 def _above(st: NamespaceState, hits: list[MemoryHit], threshold: float) -> list[MemoryHit]:

@@ -150,9 +150,7 @@ class NamespaceState:
                 set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages)))
             )
         for n in graph.nodes(NodeKind.ENTITY):
-            st.entities.add(n.label, n.id)
-            for a in n.aliases:
-                st.entities.add(a, n.id)
+            st._index_entity(n)
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
         st.refresh_vectors(
             [n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)]
@@ -186,12 +184,15 @@ class NamespaceState:
         self.path_cache = None  # memos key on the version, which the write moved
         for n in made:  # after every node held before, as rederive reads them: the same name wins
             if n.kind == NodeKind.ENTITY:
-                self.entities.add(n.label, n.id)
-                for a in n.aliases:
-                    self.entities.add(a, n.id)
+                self._index_entity(n)
         idx = self.__dict__.get("_build_index")
         if idx is not None:
             idx.nodes_made(self, made, nodes_before)
+
+    def _index_entity(self, node: Node) -> None:
+        """Find the entity ``node`` by its name and each of its aliases."""
+        for name in (node.label, *node.aliases):
+            self.entities.add(name, node.id)
 
     # Hierarchy vectors are centroids: a fragment's is the mean of its messages', a parent's the
     # mean of its children's. They are derived, so a reopened store needs no embedding at all.

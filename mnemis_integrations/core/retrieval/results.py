@@ -9,7 +9,7 @@ from typing import Any
 
 from ..model import Message
 
-__all__ = ["MemoryHit", "Via", "metadata_of"]
+__all__ = ["MemoryHit", "Via", "metadata_of", "said_last"]
 
 
 class Via:
@@ -160,3 +160,16 @@ def metadata_of(messages: Iterable[Message]) -> tuple[dict[str, Any], dict[str, 
         if all(k in md and type(md[k]) is type(v) and md[k] == v for md in rest)
     }
     return shared, per
+
+
+def said_last(messages: Iterable[Message], default: datetime | None) -> datetime | None:
+    """When the latest of the messages a hit shows was said (``default`` when none is dated): the
+    time of a hit narrowed to some of its messages.
+
+    >>> from datetime import timezone
+    >>> from mnemis_integrations.core.model import Message
+    >>> t = datetime(2025, 3, 1, tzinfo=timezone.utc)
+    >>> said_last([Message("a", "ann", "x", t), Message("b", "bob", "y", None)], None) == t
+    True
+    """
+    return max((m.timestamp for m in messages if m.timestamp is not None), default=default)

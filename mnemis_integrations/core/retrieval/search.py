@@ -34,7 +34,7 @@ from .fusion import (
 )
 from .relation import RelationResult, bridged, node_words, relation_path, specific_entities, term_match
 from .render import render
-from .results import MemoryHit, Via, metadata_of
+from .results import MemoryHit, Via, metadata_of, said_last
 from .scope import Scope, scope_of
 from .semantic import SemanticResult, semantic_path
 
@@ -775,7 +775,7 @@ def _hit(
     shared, per_message = metadata_of(st.messages[m] for m in shown)
     when = node.event_time
     if said is not None:
-        when = max((t for m in shown if (t := st.messages[m].timestamp) is not None), default=when)
+        when = said_last((st.messages[m] for m in shown), default=when)
     if node.kind != NodeKind.FRAGMENT:
         focus: tuple[str, ...] = ()
     elif order:
