@@ -43,7 +43,7 @@ from .messages import (
 )
 from .model import Message, Node, NodeKind, Status
 from .passages import windows
-from .protocols import Builder
+from .protocols import Builder, MemoryBound
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.excerpt import excerpt
@@ -231,10 +231,15 @@ class MnemisMemory:
         builder: what turns new messages into graph nodes; ``None`` for the deterministic
             offline builder. Any :class:`~.protocols.Builder`: an object with
             ``ingest(state, messages, vectors) -> BuildReport`` and the same all-or-nothing
-            contract (it may only mutate the state it is given).
+            contract (it may only mutate the state it is given). One that follows
+            :class:`~.protocols.MemoryBound` (:class:`~.builder.llm_builder.LLMBuilder`) is
+            bound to this memory: what it was not given (a similarity profile, a build config, a
+            review hook) it takes from this memory's embedder, ``config.build`` and ``review``.
 
     Raises:
         EmbedderMismatchError: the store at ``path`` was built with another embedder.
+        ConfigError: ``builder`` was given, or already builds for, another embedder (see
+            :meth:`~.builder.llm_builder.LLMBuilder.bind_memory`).
 
     Examples:
         >>> from mnemis_integrations.core.embedders import HashingEmbedder
@@ -273,6 +278,13 @@ class MnemisMemory:
         if stored is not None and stored != self.embedder.id:
             self._store.close()
             raise EmbedderMismatchError(stored, self.embedder.id)
+        if isinstance(self.builder, MemoryBound):
+            # Bound once the store is known to fit, so a memory that is not made binds no builder.
+            try:
+                self.builder.bind_memory(self.embedder.id, self.profile, self.config.build, review)
+            except BaseException:
+                self._store.close()
+                raise
         self._states: dict[str, NamespaceState] = {}
         self._known_dim: int | None = None
         # One lock per namespace, so a long call in one namespace never blocks another's; the

