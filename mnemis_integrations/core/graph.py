@@ -8,7 +8,8 @@ linked by several kinds at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import networkx as nx
 
@@ -38,9 +39,31 @@ class GraphChanges:
     removed_nodes: list[str] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)  # added
     removed_edges: list[EdgeKey] = field(default_factory=list)
+    # Node id -> the form the node had before (None: it was made), for the nodes of ``nodes`` and
+    # ``removed_nodes`` that were replaced (``add_node``), removed or made; what derives from a node
+    # can then be taken back (NamespaceState.derive_changes). A node changed in place has none: its
+    # journal entry comes after the change. Nor has one removed and added again, as it moved: it now
+    # comes last in the graph's order. Stores ignore it.
+    earlier: dict[str, Node | None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.removed_nodes or self.edges or self.removed_edges)
+
+
+# An earlier form the journal cannot give: the node was changed in place, or removed and put back.
+_UNKNOWN = Node("", NodeKind.ENTITY, "", "")
+
+
+def _detached(node: Node) -> Node:
+    """A copy of ``node`` whose lists and properties are its own: a replacement made with
+    ``dataclasses.replace`` shares them with the node it replaces, and may change them in place."""
+    return replace(
+        node,
+        keywords=list(node.keywords),
+        source_ids=list(node.source_ids),
+        aliases=list(node.aliases),
+        properties=dict(node.properties),
+    )
 
 
 class _Journal(dict):
@@ -49,55 +72,65 @@ class _Journal(dict):
     the ids written since those last looked (``unkeyed``, which taking the journal leaves): a
     field assigned in place reaches the graph only through here, and looking again at the whole
     journal at each lookup would make a change that looks names up as it goes cost the square of
-    its size."""
+    its size. ``earlier`` holds each node's form before its first change (``GraphChanges.earlier``),
+    :data:`_UNKNOWN` when that first change was made in place."""
 
     def __init__(self) -> None:
         super().__init__()
         self.unkeyed: dict[str, None] | None = None
+        self.earlier: dict[str, Node | None] = {}
 
     def __setitem__(self, node_id: str, value: None) -> None:
         super().__setitem__(node_id, value)
+        self.earlier.setdefault(node_id, _UNKNOWN)
         if self.unkeyed is not None:
             self.unkeyed[node_id] = None
 
 
 class _KeyedNodes:
-    """The nodes of a graph by one key of the caller's, each with its place in the graph's order
-    (networkx keeps nodes in the order they were first added: one put back again goes last)."""
+    """The nodes of a graph by one key of the caller's (with ``each``, by each of the values it
+    gives), each with its place in the graph's order (networkx keeps nodes in the order they were
+    first added: one put back again goes last)."""
 
-    def __init__(self, key: Callable[[Node], Hashable], nodes: Iterable[Node]):
+    def __init__(self, key: Callable[[Node], Any], nodes: Iterable[Node], each: bool = False):
         self.key = key
-        self.entry: dict[str, tuple[Hashable, int]] = {}  # node id -> (its key, its place)
+        self.each = each
+        self.entry: dict[str, tuple[tuple[Hashable, ...], int]] = {}  # node id -> (its values, its place)
         self.by_key: dict[Hashable, tuple[str, ...]] = {}
         self.next_place = 0
         for node in nodes:
             self.added(node)
 
+    def _values(self, node: Node) -> tuple[Hashable, ...]:
+        return tuple(dict.fromkeys(self.key(node))) if self.each else (self.key(node),)
+
     def added(self, node: Node) -> None:
         """``node`` was added, or one of its fields may have changed."""
-        value, old = self.key(node), self.entry.get(node.id)
+        values, old = self._values(node), self.entry.get(node.id)
         if old is None:  # new to the graph (a removed node's entry went with it): networkx puts it last
             place = self.next_place
             self.next_place += 1
-        elif old[0] == value:
+        elif old[0] == values:
             return
         else:
             place = old[1]
             self._unfile(node.id, old[0])
-        self.entry[node.id] = (value, place)
-        self.by_key[value] = (*self.by_key.get(value, ()), node.id)
+        self.entry[node.id] = (values, place)
+        for value in values:
+            self.by_key[value] = (*self.by_key.get(value, ()), node.id)
 
     def removed(self, node_id: str) -> None:
         old = self.entry.pop(node_id, None)
         if old is not None:
             self._unfile(node_id, old[0])
 
-    def _unfile(self, node_id: str, value: Hashable) -> None:
-        left = tuple(i for i in self.by_key[value] if i != node_id)
-        if left:
-            self.by_key[value] = left
-        else:
-            del self.by_key[value]
+    def _unfile(self, node_id: str, values: tuple[Hashable, ...]) -> None:
+        for value in values:
+            left = tuple(i for i in self.by_key[value] if i != node_id)
+            if left:
+                self.by_key[value] = left
+            else:
+                del self.by_key[value]
 
     def ids(self, values: Iterable[Hashable]) -> list[str]:
         found = {i for v in values for i in self.by_key.get(v, ())}
@@ -149,18 +182,25 @@ class MemoryGraph:
             removed_nodes=sorted(n for n in self._removed if n not in g),
             edges=[e for k, e in self._added_edges.items() if g.has_edge(*k)],
             removed_edges=sorted(self._removed_edges),
+            earlier={i: node for i, node in self._changed.earlier.items() if node is not _UNKNOWN},
         )
         self.discard_changes()
         return out
 
     def discard_changes(self) -> None:
         self._changed.clear()
+        self._changed.earlier.clear()
         self._removed.clear()
         self._added_edges.clear()
         self._removed_edges.clear()
 
     # ----- nodes -----
     def add_node(self, node: Node) -> None:
+        held, earlier = self.g._node.get(node.id), self._changed.earlier
+        if node.id not in earlier:
+            earlier[node.id] = None if held is None else _detached(held["node"])
+        elif held is None and earlier[node.id] is not None:
+            earlier[node.id] = _UNKNOWN  # removed before, so added back last: it moved
         self.g.add_node(node.id, node=node)
         object.__setattr__(node, "_journal", self._changed)
         self._changed[node.id] = None
@@ -180,6 +220,8 @@ class MemoryGraph:
     def remove_node(self, node_id: str) -> None:
         if node_id not in self.g:
             raise NodeNotFoundError(node_id)
+        if node_id not in self._changed.earlier:
+            self._changed.earlier[node_id] = _detached(self.g._node[node_id]["node"])
         for src, dst, key in [*self.g.in_edges(node_id, keys=True), *self.g.out_edges(node_id, keys=True)]:
             self._added_edges.pop((src, dst, key), None)
             self._removed_edges.add((src, dst, key))
@@ -201,8 +243,11 @@ class MemoryGraph:
     def __len__(self) -> int:
         return self.g.number_of_nodes()
 
-    def nodes_keyed(self, key: Callable[[Node], Hashable], values: Iterable[Hashable]) -> list[Node]:
-        """The nodes whose ``key(node)`` is among ``values``, in the order :meth:`nodes` lists them.
+    def nodes_keyed(
+        self, key: Callable[[Node], Any], values: Iterable[Hashable], *, each: bool = False
+    ) -> list[Node]:
+        """The nodes whose ``key(node)`` is among ``values``, in the order :meth:`nodes` lists them;
+        with ``each``, ``key`` gives a node several values (an iterable) and any of them finds it.
 
         The first call with a ``key`` (the same function each time) reads every node; the graph
         keeps that index from then on, so later calls cost what they find, not what the graph
@@ -220,11 +265,15 @@ class MemoryGraph:
         >>> g.get("b").label = "Acme"
         >>> [n.id for n in g.nodes_keyed(by_label, ["Acme"])]
         ['a', 'b', 'c']
+        >>> g.get("c").aliases.append("Bea"); g.touch("c")
+        >>> by_name = lambda n: (n.label, *n.aliases)
+        >>> [n.id for n in g.nodes_keyed(by_name, ["Bea"], each=True)]
+        ['c']
         """
         self._key_journaled()
         index = self._keyed.get(key)
         if index is None:
-            index = self._keyed[key] = _KeyedNodes(key, self.nodes())
+            index = self._keyed[key] = _KeyedNodes(key, self.nodes(), each)
             self._changed.unkeyed = {}
         return [self.g._node[i]["node"] for i in index.ids(values)]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .embedders import normalise_rows
 from .graph import GraphChanges, MemoryGraph
-from .indexes.entities import EntityIndex
+from .indexes.entities import EntityIndex, entity_keys
 from .indexes.incremental import BuildIndex
 from .indexes.lexical import LexicalIndex
 from .indexes.vector import VectorIndex
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from .storage.base import StoredNamespace
 
 __all__ = ["NamespaceState"]
-
-# The edges something is derived from: a parent's vector and its child count (belongs_to), an
-# entity's mentions (mentions). Search reads every other edge off the graph as it is.
-_DERIVED_FROM_EDGES = frozenset({EdgeKind.BELONGS_TO.value, EdgeKind.MENTIONS.value})
 
 
 @dataclass
@@ -159,35 +155,81 @@ class NamespaceState:
 
     def derive_changes(self, changes: GraphChanges, nodes_before: int) -> None:
         """Derive again what a change written from the graph's journal reaches (``changes``: what
-        was written; ``nodes_before``: the graph's node count before the change).
+        was written, with the earlier form of each node it made, replaced or removed; ``nodes_before``:
+        the graph's node count before the change).
 
-        At the cost of the change when it only made new nodes, no new fragment holds messages
-        (their vectors, words and holders are derived) and no ``belongs_to`` or ``mentions`` edge
-        was added or removed; otherwise, a node it changed or removed among them (the journal keeps
-        no earlier form to take back), everything again (:meth:`rederive`).
+        At the cost of the change (what the earlier forms derived is taken back, what the nodes are
+        now is derived) when each node it made, replaced (``add_node`` over it) or removed has an
+        earlier form in the journal, and:
+
+        * no ``belongs_to`` edge was added or removed (a parent's vector and child count derive from
+          its children); ``mentions`` edges (the builder's index counts them) and the other kinds
+          (read off the graph as it is) are followed;
+        * no fragment holding messages was made or removed, nor replaced by one holding others
+          (their vectors, words and holders derive from those); replaced with the same messages, it
+          keeps them all;
+        * no node was replaced by one of another kind;
+        * an entity held before keeps its names in their order, or loses some of them: a name it
+          gains would come first where the entity stands in the graph's order, which the name index
+          cannot take back, not last;
+        * a name an entity lost or a removed entity had is held by no entity but new ones: its
+          place and its holder would otherwise go to the entity first and last in the graph's order.
+
+        Otherwise everything again (:meth:`rederive`): also for a node changed in place (the journal
+        sees it after the change) or removed and added again (it moved last in the graph's order).
+        Either way every derived structure ends as :meth:`rederive` makes it.
         """
-        made = changes.nodes
-        # Every node the graph held before is still there when none was removed, so the node count
-        # grew by the number of new nodes; the journal names no more nodes only if none of those
-        # it held before was changed.
-        only_made = not changes.removed_nodes and len(made) == len(self.graph) - nodes_before
-        edge_kinds = {e.kind.value for e in changes.edges} | {
-            key.split(":", 1)[0] for _, _, key in changes.removed_edges
-        }
-        if (
-            not only_made
-            or edge_kinds & _DERIVED_FROM_EDGES
-            or any(n.kind == NodeKind.FRAGMENT and n.source_ids for n in made)
-        ):
+        dropped = self._names_dropped(changes)
+        if dropped is None:
             self.rederive()
             return
-        self.path_cache = None  # memos key on the version, which the write moved
-        for n in made:  # after every node held before, as rederive reads them: the same name wins
-            if n.kind == NodeKind.ENTITY:
+        self.memo.clear()
+        self.path_cache = None
+        self.entities.drop(dropped)
+        for n in changes.nodes:  # after every node held before, as rederive reads them: the same name wins
+            if n.kind == NodeKind.ENTITY and changes.earlier[n.id] is None:
                 self._index_entity(n)
+        self.node_vectors.remove(changes.removed_nodes)
         idx = self.__dict__.get("_build_index")
         if idx is not None:
-            idx.nodes_made(self, made, nodes_before)
+            idx.graph_changed(self, changes, nodes_before)
+
+    def _names_dropped(self, changes: GraphChanges) -> list[str] | None:
+        """The entity keys ``changes`` takes from the nodes held before it, or None when it cannot
+        be derived at its own cost (see :meth:`derive_changes`)."""
+        edge_kinds = {e.kind.value for e in changes.edges} | {key for _, _, key in changes.removed_edges}
+        if EdgeKind.BELONGS_TO.value in edge_kinds:
+            return None
+        earlier, dropped = changes.earlier, []
+        for node in changes.nodes:
+            if node.id not in earlier:
+                return None
+            before = earlier[node.id]
+            if before is None:
+                if node.kind == NodeKind.FRAGMENT and node.source_ids:
+                    return None
+                continue
+            if before.kind != node.kind or (
+                node.kind == NodeKind.FRAGMENT and before.source_ids != node.source_ids
+            ):
+                return None
+            old, new = entity_keys(before), entity_keys(node)
+            if list(new) != [k for k in old if k in new]:  # a name gained, or names reordered
+                return None
+            dropped += [k for k in old if k not in new]
+        for node_id in changes.removed_nodes:
+            if node_id not in earlier:
+                return None
+            before = earlier[node_id]
+            if before is not None:
+                if before.kind == NodeKind.FRAGMENT and before.source_ids:
+                    return None
+                dropped += entity_keys(before)
+        if dropped:
+            made = {i for i, node in earlier.items() if node is None}
+            if any(n.id not in made for n in self.graph.nodes_keyed(entity_keys, dropped, each=True)):
+                return None
+        return dropped
 
     def _index_entity(self, node: Node) -> None:
         """Find the entity ``node`` by its name and each of its aliases."""

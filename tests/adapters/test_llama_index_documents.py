@@ -445,6 +445,33 @@ def _every_kind_of_write(store: MnemisPropertyGraphStore) -> None:
         [{"id": "c2", "speaker": "bob", "text": "Bea moved the deploy to Thursday.", "timestamp": NOW}],
         namespace=store.namespace,
     )
+    # nodes held before, stored again and deleted (derived at their own cost through the journal)
+    store.upsert_nodes(
+        [
+            EntityNode(name="Bea", label="PERSON", properties={"team": "ops"}),
+            EntityNode(name="Logan", label="PERSON", properties={"aliases": []}),
+            ChunkNode(text="A note by hand, amended.", id_="note"),
+        ]
+    )
+    store.upsert_llama_nodes([TextNode(id_="n1", text="The deploy window moved to Thursday morning.")])
+    store.upsert_relations(
+        [Relation(label="KNOWS", source_id="Bea", target_id="Cal", properties={"since": 2020})]
+    )
+    store.delete(ids=["note"])
+    store.delete(entity_names=["Cal"])
+
+
+def _untied(found: tuple[list, list[float]]) -> tuple[list[tuple[float, list[str]]], list[float]]:
+    """A ``vector_query`` answer up to the order of exactly equal scores: the ids at each score above
+    the last one (the last score's may be any of the nodes tied there), and every score. Nodes tied
+    exactly (a subtopic holding one fragment has its vector) come in the order they were written,
+    which a write through the journal keeps and a whole derivation (``apply``) does not."""
+    nodes, scores = found
+    by_score: dict[float, list[str]] = {}
+    for node, score in zip(nodes, scores, strict=True):
+        by_score.setdefault(score, []).append(node.id)
+    last = min(scores, default=None)
+    return [(s, sorted(ids)) for s, ids in by_score.items() if s != last], scores
 
 
 def _as_seen(store: MnemisPropertyGraphStore) -> dict:
@@ -455,10 +482,7 @@ def _as_seen(store: MnemisPropertyGraphStore) -> dict:
         "graph": mem.graph(ns).to_data(),
         "messages": [m.to_dict() for m in mem.messages(ns)],
         "vector_query": [
-            (lambda found: ([n.id for n in found[0]], found[1]))(
-                store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=8))
-            )
-            for q in queries
+            _untied(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=8))) for q in queries
         ],
         "retrieved": [
             [(n.node.get_content(), n.score, n.node.metadata["node_id"]) for n in retriever.retrieve(q)]

@@ -231,3 +231,32 @@ def test_inserting_a_document_with_extracted_entities_does_not_scan_the_namespac
         _document_with_entities_scan(LARGE),
         "graph nodes listed per document with entities",
     )
+
+
+def _entity_restored_scan(n: int) -> int:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.graph_stores.types import EntityNode
+
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    mem = filled(n)
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u")
+    store.upsert_nodes([EntityNode(name="Nadia", label="PERSON", properties={"role": "lead"})])
+    with nodes_listed() as seen:
+        store.upsert_nodes([EntityNode(name="Nadia", label="PERSON", properties={"role": "host"})])
+    [nadia] = store.get(ids=["Nadia"])
+    assert nadia.properties["role"] == "host" and nadia.label == "PERSON"
+    return seen[0]
+
+
+def test_storing_an_existing_entity_again_does_not_scan_the_namespace():
+    """An entity seen again with new properties (``upsert_nodes`` of a name the graph holds: here
+    one the builder made from the chat, mentioned by a quarter of its fragments) replaced a node
+    held before, which ``derive_changes`` could not take back: it derived the whole state again
+    (every fragment's words and vector, every entity's names). Now the journal keeps the node's
+    earlier form, and only the names it had and has are derived again."""
+    assert_bounded(
+        _entity_restored_scan(SMALL),
+        _entity_restored_scan(LARGE),
+        "graph nodes listed per entity stored again",
+    )

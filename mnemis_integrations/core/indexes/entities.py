@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import KeysView
+from collections import Counter
+from collections.abc import Iterable, KeysView
 
+from ..model import Node, NodeKind
 from ..text import has_cjk, normalise_name, query_terms
 
-__all__ = ["EntityIndex"]
+__all__ = ["EntityIndex", "entity_keys"]
+
+
+def entity_keys(node: Node) -> tuple[str, ...]:
+    """The keys an entity is found by (its label's and aliases' :func:`normalise_name`, each once,
+    in that order); none for a node of another kind.
+
+    >>> entity_keys(Node("e1", NodeKind.ENTITY, "Plan B", "u1", aliases=["plan b's", "PB", "  "]))
+    ('plan b', 'pb')
+    """
+    if node.kind != NodeKind.ENTITY:
+        return ()
+    return tuple(dict.fromkeys(k for k in map(normalise_name, (node.label, *node.aliases)) if k))
 
 
 class EntityIndex:
@@ -15,26 +29,42 @@ class EntityIndex:
 
     def __init__(self):
         self._by_key: dict[str, str] = {}
-        self._max_words = 1
+        # keys by their number of words: the longest n-gram of a query worth looking up
+        self._key_lengths: Counter[int] = Counter()
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+    @property
+    def _max_words(self) -> int:
+        return max(self._key_lengths, default=1)
 
     def add(self, key: str, node_id: str) -> None:
         key = normalise_name(key)
         if not key:
             return
+        if key not in self._by_key:
+            self._key_lengths[len(key.split())] += 1
         self._by_key[key] = node_id
-        self._max_words = max(self._max_words, len(key.split()))
 
     def remove_node(self, node_id: str) -> None:
         self._by_key = {k: v for k, v in self._by_key.items() if v != node_id}
+        self._key_lengths = Counter(len(k.split()) for k in self._by_key)
 
     def discard(self, key: str, node_id: str) -> None:
         """Forget the name ``key`` if it names ``node_id``."""
         key = normalise_name(key)
         if self._by_key.get(key) == node_id:
-            del self._by_key[key]
+            self.drop([key])
+
+    def drop(self, keys: Iterable[str]) -> None:
+        """Forget each of ``keys`` (as :meth:`keys` gives them), whichever entity it names."""
+        for key in keys:
+            if self._by_key.pop(key, None) is not None:
+                n = len(key.split())
+                self._key_lengths[n] -= 1
+                if not self._key_lengths[n]:
+                    del self._key_lengths[n]
 
     def get(self, key: str) -> str | None:
         return self._by_key.get(normalise_name(key))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..model import EdgeKind, Node, NodeKind, Status, moment
 
 if TYPE_CHECKING:
+    from ..graph import GraphChanges
     from ..state import NamespaceState
 
 __all__ = ["PARENT_KINDS", "BuildIndex", "full_group", "time_key"]
@@ -252,18 +253,49 @@ class BuildIndex:
                 self.active.add(node.id)
         self._file(node.id, fragment_key(st, node) if _is_open(node) else None)
 
-    def nodes_made(self, st: NamespaceState, nodes: list[Node], nodes_before: int) -> None:
-        """A change other than the builder's made ``nodes``, with no edge this index reads and no
-        message of a fragment (``NamespaceState.derive_changes``); the graph held ``nodes_before``."""
+    def graph_changed(self, st: NamespaceState, changes: GraphChanges, nodes_before: int) -> None:
+        """Follow a change other than the builder's that ``NamespaceState.derive_changes`` derives
+        locally (no ``belongs_to`` edge, no message of a fragment changed; every node's earlier form
+        in ``changes.earlier``); the graph held ``nodes_before`` nodes before it."""
         if self.n_nodes != nodes_before:  # out of step already: built again on next use
             return
         self.n_nodes = len(st.graph)
-        for node in nodes:
-            if node.kind == NodeKind.FRAGMENT:
-                self.fragment_written(st, node, created=True)
-            elif node.kind == NodeKind.ENTITY and self._built:
+        if not self._built:
+            earlier = [changes.earlier[i] for i in changes.removed_nodes]
+            if any(n.kind == NodeKind.FRAGMENT for n in [*changes.nodes, *filter(None, earlier)]):
+                self._unfollowed_write()
+            return
+        g = st.graph
+        for node_id in changes.removed_nodes:
+            before = changes.earlier[node_id]
+            if before is None:  # made and removed within the change
+                continue
+            if before.kind == NodeKind.FRAGMENT:
+                self.fragments -= 1
+                self.active.discard(node_id)
+                self._file(node_id, None)
+            self._mentions.pop(node_id, None)
+            self._mention_order.pop(node_id, None)
+            self._child_counts.pop(node_id, None)
+        key = EdgeKind.MENTIONS.value
+        for src, dst, kind in changes.removed_edges:  # one put back is among the added below
+            if kind == key and dst in self._mentions:
+                self._drop_mention(dst, src)
+        for node in changes.nodes:
+            if node.kind == NodeKind.ENTITY:
                 self._mentions.setdefault(node.id, set())
                 self._mention_order.setdefault(node.id, [])
+            elif node.kind == NodeKind.FRAGMENT:
+                if changes.earlier[node.id] is None:
+                    self.fragments += 1
+                if node.status == Status.ACTIVE:
+                    self.active.add(node.id)
+                else:
+                    self.active.discard(node.id)
+                self._file(node.id, fragment_key(st, node) if _is_open(node) else None)
+        for edge in changes.edges:
+            if edge.kind == EdgeKind.MENTIONS and g.get(edge.dst).kind == NodeKind.ENTITY:
+                self._add_mention(edge.dst, edge.src)
 
     # ------------------------------------------------------------------ fragments
     def fragment_count(self, st: NamespaceState) -> int:
