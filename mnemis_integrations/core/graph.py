@@ -35,7 +35,11 @@ def edge_key(edge: Edge) -> EdgeKey:
 class GraphChanges:
     """What changed in a graph since its journal was last taken: the delta a store writes."""
 
-    nodes: list[Node] = field(default_factory=list)  # added or changed, as they are now
+    # Added or changed, as they are now; those new to the graph (made, or put back) in the order it
+    # put them last, so that rows made in this order read back in the graph's order.
+    nodes: list[Node] = field(default_factory=list)
+    # Removed, or removed and added again: put back, a node comes last in the graph's order, so a store
+    # deletes its row and makes it again (as for edges), and a reopened graph orders it as this one.
     removed_nodes: list[str] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)  # added
     removed_edges: list[EdgeKey] = field(default_factory=list)
@@ -179,7 +183,7 @@ class MemoryGraph:
         g = self.g
         out = GraphChanges(
             nodes=[g._node[n]["node"] for n in self._changed if n in g],
-            removed_nodes=sorted(n for n in self._removed if n not in g),
+            removed_nodes=sorted(self._removed),
             edges=[e for k, e in self._added_edges.items() if g.has_edge(*k)],
             removed_edges=sorted(self._removed_edges),
             earlier={i: node for i, node in self._changed.earlier.items() if node is not _UNKNOWN},
@@ -201,10 +205,15 @@ class MemoryGraph:
             earlier[node.id] = None if held is None else _detached(held["node"])
         elif held is None and earlier[node.id] is not None:
             earlier[node.id] = _UNKNOWN  # removed before, so added back last: it moved
+        if held is None:
+            # networkx puts it last: so does the journal, whose order new rows are made in (an id
+            # touched while absent would otherwise keep an earlier place)
+            self._changed.pop(node.id, None)
         self.g.add_node(node.id, node=node)
         object.__setattr__(node, "_journal", self._changed)
         self._changed[node.id] = None
-        self._removed.discard(node.id)
+        if earlier[node.id] is None:  # made in this change: no stored row to delete, even if removed before
+            self._removed.discard(node.id)
         for index in self._keyed.values():
             index.added(node)
 

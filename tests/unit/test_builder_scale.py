@@ -495,8 +495,9 @@ def _parents(g) -> dict[str, str | None]:
 def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(store, tmp_path):
     """A stream places a new fragment by its first message, one batch with all of them. Placed again
     as it grows, every fragment of a stream ends under the parent one batch gives it, the parents it
-    left empty are gone, and a reopened store holds the same hierarchy (a refounded parent is
-    removed and written again under its id in one write)."""
+    left empty are gone, and a reopened store holds the same hierarchy, in the same order (a
+    refounded parent is removed and written again under its id in one write: last, as the graph
+    puts it)."""
     again = recipes.DEFAULT.with_(build={"place_again_until_words": 10_000})
     where = {"backend": server_url()} if store == "falkordb" else {"path": tmp_path / "m.db"}
 
@@ -521,6 +522,7 @@ def test_a_growing_fragment_placed_again_sits_where_one_batch_places_it(store, t
         _assert_index_matches_graph(many._states["t_place_again"])
         reopened = opened()
         assert canonical(reopened.graph("t_place_again")) == canonical(g)
+        assert reopened.graph("t_place_again").to_data() == g.to_data()
         reopened.close()
     finally:
         many.delete_namespace("t_place_again")

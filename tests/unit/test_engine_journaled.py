@@ -285,8 +285,8 @@ def test_each_kind_of_change_derives_what_rederive_derives(tmp_path, monkeypatch
 
 def test_a_node_removed_and_put_back_derives_everything_again(monkeypatch):
     """Put back, a node comes last in the graph's order, which its journaled earlier form cannot
-    say: an entity's name then goes to it, not to the other entity holding it. (A store keeps the
-    node's row in its place, so a reload orders the graph as before: not compared here.)"""
+    say: an entity's name then goes to it, not to the other entity holding it, also once the store
+    is read again (it makes the node's row again, last)."""
     mem = _with_people()
     st = mem._state(NS)
     rederived = _rederives(monkeypatch)
@@ -297,6 +297,7 @@ def test_a_node_removed_and_put_back_derives_everything_again(monkeypatch):
     assert rederived == [NS]
     assert st.entities.get("dee") == "e:dee"
     _assert_as_rederived(st)
+    _assert_same_derived(st, _reloaded(mem))
 
 
 @pytest.mark.parametrize("change, local", [p for p in CHANGES if p.values[1] is LOCAL])

@@ -89,6 +89,32 @@ def test_deltas_applied_one_after_another_load_back_as_the_graph_that_made_them(
     np.testing.assert_allclose(by_id["m2"], _vecs(3)[2], rtol=1e-6)
 
 
+def test_a_node_removed_and_put_back_in_one_write_loads_back_where_the_graph_put_it(store):
+    """Put back, a node comes last in the graph's order, after a node made before it in the same
+    change, and its edges after the others: the graph loaded back lists nodes, edges and each
+    node's links in that order (an entity's name, ties and ``nodes()`` follow it)."""
+    g = MemoryGraph("u1")
+    g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
+    for i in range(3):
+        _fragment(g, i, f"refund {i}")
+        g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
+    g.add_edge(Edge("f2", "f0", EdgeKind.UPDATES))
+    v1 = _write(store, g, 0, new_messages=[_msg(i, f"refund {i}") for i in range(3)], new_vectors=_vecs(3))
+    f0, links = g.get("f0"), [*g.in_edges("f0"), *g.out_edges("f0")]
+    g.remove_node("f0")
+    g.add_node(Node("e", NodeKind.ENTITY, "Acme", "u1"))
+    g.add_node(replace(f0, summary="refund 0, settled"))
+    for edge in links:
+        g.add_edge(edge)
+    _write(store, g, v1)
+    loaded = MemoryGraph.from_data(store.load("u1", DIM).graph)
+    assert [n.id for n in loaded.nodes()] == [n.id for n in g.nodes()] == ["s", "f1", "f2", "e", "f0"]
+    assert loaded.to_data() == g.to_data()
+    for node_id in ("s", "f0", "f2"):
+        assert loaded.in_edges(node_id) == g.in_edges(node_id)
+        assert loaded.out_edges(node_id) == g.out_edges(node_id)
+
+
 def test_a_write_from_a_stale_version_is_refused_and_writes_nothing(store):
     g = MemoryGraph("cas")
     _fragment(g, 0, "first")

@@ -9,15 +9,16 @@ Layout of the graph ``mnemis:<namespace>``:
   so the dense index is a faiss sidecar rebuilt in process from these bytes, never re-embedded);
 - ``(:Node {id, kind, status, ord, data})`` and ``(:Node)-[:EDGE {key, kind, label, ord, data}]->(:Node)``:
   the memory graph as a real graph (traversable in Cypher), each element also holding its JSON;
-  ``ord`` keeps the order elements were made in. A node written again keeps its new status and
-  JSON on a ``(:Node)-[:STATE {id, status, data}]->(itself)`` self-loop, which then wins over the
-  node's own (stale) ones: FalkorDB commits a SET on a node only after syncing its node-label
-  matrix, which costs as much as the graph is large whenever nodes were created since the last
-  sync (every add creates its message); a SET on an edge does not. A write finds the self-loop
-  through an edge index on its ``id``: reaching it by traversal would sync the ``STATE`` matrix,
-  as costly. A write that adds no message (forget, compaction, rebalance) clears the first JSON of
-  every node it rewrites, so no stale copy quotes erased text. ``kind`` is read by the traversal,
-  so it stays on the node, set only when it differs;
+  ``ord`` keeps the order elements were made in (one removed and put back in a write is deleted,
+  then made again with that write's order: last, where the graph put it). A node written again
+  keeps its new status and JSON on a ``(:Node)-[:STATE {id, status, data}]->(itself)`` self-loop,
+  which then wins over the node's own (stale) ones: FalkorDB commits a SET on a node only after
+  syncing its node-label matrix, which costs as much as the graph is large whenever nodes were
+  created since the last sync (every add creates its message); a SET on an edge does not. A write
+  finds the self-loop through an edge index on its ``id``: reaching it by traversal would sync the
+  ``STATE`` matrix, as costly. A write that adds no message (forget, compaction, rebalance) clears
+  the first JSON of every node it rewrites, so no stale copy quotes erased text. ``kind`` is read
+  by the traversal, so it stays on the node, set only when it differs;
 - ``(:Meta {key: "version"})-[:VERSION {value}]->(itself)``: the namespace's version (on an edge
   for the same reason).
 

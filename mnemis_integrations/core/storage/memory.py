@@ -96,6 +96,7 @@ class InMemoryStore:
             ns = self._ns.get(namespace) or _Namespace(self._seq)
             ns.version = self._seq
             self._meta.update(meta or {})
+            # popped first, a node put back is updated in last, where the graph put it
             for nid in g.removed_nodes:
                 ns.nodes.pop(nid, None)
             for k in g.removed_edges:

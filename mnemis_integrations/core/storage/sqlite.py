@@ -297,7 +297,9 @@ class SQLiteStore:
             ) from e
         return StoredNamespace(graph, messages, keys, arr, int(row[0]), passages)
 
-    # Upserts keep a row's rowid, so rows read back in the order their elements were first made.
+    # Upserts keep a row's rowid, so rows read back in the order their elements were first made; an
+    # element removed and put back is deleted first (the delta lists it as removed), so its new row
+    # comes last, where the graph put it.
     def _put_nodes(self, namespace: str, nodes: list[dict]) -> None:
         self._conn.executemany(
             "INSERT INTO nodes (namespace, id, data) VALUES (?, ?, ?) "
