@@ -31,13 +31,15 @@ class Backend:
         return self.name != "memory"
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        "sqlite",
-        pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
-    ]
-)
+# Every backend a store test runs on; FalkorDB only when the server is there.
+ALL_BACKENDS = [
+    "memory",
+    "sqlite",
+    pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
+]
+
+
+@pytest.fixture(params=ALL_BACKENDS)
 def backend(request, tmp_path):
     if request.param == "memory":
         only = MnemisMemory(embedder=HashingEmbedder())

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from _memories import Backend
+from _memories import ALL_BACKENDS, Backend
 from falkordb_server import server_url
 from test_builder_scale import chat
 
@@ -48,13 +48,7 @@ LATER = [
 QUERIES = ("Dee", "Dorothea and Zed", "Acme pricing plan", "kayak paddles for Rosalind", "roof tiles")
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        "sqlite",
-        pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
-    ]
-)
+@pytest.fixture(params=ALL_BACKENDS)
 def backend(request, tmp_path):
     def opened(**where) -> Callable[[], MnemisMemory]:
         return lambda: MnemisMemory(**where, embedder=HashingEmbedder(), config=PLACE_AGAIN)

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pytest
+from _memories import ALL_BACKENDS
 from falkordb_server import server_url
 
 from mnemis_integrations.core.graph import MemoryGraph
@@ -21,13 +22,7 @@ from mnemis_integrations.core.storage.sqlite import SQLiteStore
 DIM = 4
 
 
-@pytest.fixture(
-    params=[
-        "memory",
-        "sqlite",
-        pytest.param("falkordb", marks=[pytest.mark.falkordb, pytest.mark.enable_socket]),
-    ]
-)
+@pytest.fixture(params=ALL_BACKENDS)
 def store(request, tmp_path):
     if request.param == "memory":
         s = InMemoryStore()
@@ -64,12 +59,14 @@ def _write(store, g: MemoryGraph, version: int, **delta) -> int:
     return store.write(g.namespace, Delta(g.take_changes(), **delta), version)
 
 
+def _three_refunds() -> MemoryGraph:
+    """A subtopic and three fragments under it, each holding one message."""
+    g = _three_refunds()
+    return g
+
+
 def test_deltas_applied_one_after_another_load_back_as_the_graph_that_made_them(store):
-    g = MemoryGraph("u1")
-    g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
-    for i in range(3):
-        _fragment(g, i, f"refund {i}")
-        g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
+    g = _three_refunds()
     g.add_edge(Edge("f2", "f1", EdgeKind.UPDATES))
     msgs = [_msg(i, f"refund {i}") for i in range(3)]
     v1 = _write(store, g, 0, new_messages=msgs, new_vectors=_vecs(3))
@@ -93,11 +90,7 @@ def test_a_node_removed_and_put_back_in_one_write_loads_back_where_the_graph_put
     """Put back, a node comes last in the graph's order, after a node made before it in the same
     change, and its edges after the others: the graph loaded back lists nodes, edges and each
     node's links in that order (an entity's name, ties and ``nodes()`` follow it)."""
-    g = MemoryGraph("u1")
-    g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
-    for i in range(3):
-        _fragment(g, i, f"refund {i}")
-        g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
+    g = _three_refunds()
     g.add_edge(Edge("f2", "f0", EdgeKind.UPDATES))
     v1 = _write(store, g, 0, new_messages=[_msg(i, f"refund {i}") for i in range(3)], new_vectors=_vecs(3))
     f0, links = g.get("f0"), [*g.in_edges("f0"), *g.out_edges("f0")]
