@@ -61,7 +61,11 @@ def _write(store, g: MemoryGraph, version: int, **delta) -> int:
 
 def _three_refunds() -> MemoryGraph:
     """A subtopic and three fragments under it, each holding one message."""
-    g = _three_refunds()
+    g = MemoryGraph("u1")
+    g.add_node(Node("s", NodeKind.SUBTOPIC, "Refunds", "u1"))
+    for i in range(3):
+        _fragment(g, i, f"refund {i}")
+        g.add_edge(Edge(f"f{i}", "s", EdgeKind.BELONGS_TO))
     return g
 
 
