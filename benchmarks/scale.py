@@ -20,6 +20,12 @@ For each N, in a fresh process (so resident memory is that of one memory only):
    dense baseline of ``evaluation.baselines`` does), incremental ingest through ``add_messages``
    into the N-node memory, resident memory per node, and the agreement of the funnel's top-10
    with exact (full-scan) scoring on a sample of queries.
+4. Before the ingest, the memory is made what a load from its store gives: written to the store,
+   nothing pending, and the builder's index built (one pass over the graph, which the first ingest
+   after a load makes; reported apart as ``builder_index_s``, like BM25's in the index build);
+   and the process's first ingest (word tables, tokenizer) is made into another namespace
+   (``first_ingest_s``). The timed ingest then costs what the new messages touch, not a pass
+   over, or a write of, the whole bulk-built graph.
 
 The JSON holds one object per N (a list when several N are given) with at least ``nodes``,
 ``dual_p50_ms``, ``dual_p95_ms``, ``dense_p50_ms``, ``dense_p95_ms``, ``ingest_nodes_per_s``,
@@ -47,6 +53,7 @@ from mnemis_integrations.core.graph import MemoryGraph
 from mnemis_integrations.core.maintenance.supersede import supersede
 from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind
 from mnemis_integrations.core.state import NamespaceState
+from mnemis_integrations.core.storage.base import Delta
 
 NS = "bench"
 SPEAKERS = ("Ann", "Ben")
@@ -322,7 +329,6 @@ def _pct(xs: list[float], p: float) -> float:
 def falkordb_part(url: str, syn: Synthetic, st: NamespaceState, dim: int, n_queries: int) -> dict:
     """Write the memory to FalkorDB, reload it into a fresh MnemisMemory, and time queries on it."""
     from mnemis_integrations.core.graph import GraphChanges
-    from mnemis_integrations.core.storage.base import Delta
     from mnemis_integrations.core.storage.falkordb import FalkorDBStore
 
     store = FalkorDBStore(url)
@@ -357,6 +363,37 @@ def falkordb_part(url: str, syn: Synthetic, st: NamespaceState, dim: int, n_quer
         "falkordb_dual_p50_ms": _pct(lat, 50),
         "falkordb_dual_p95_ms": _pct(lat, 95),
         "falkordb_version_check_ms": round(version_ms, 3),
+    }
+
+
+def ready_to_ingest(mem: MnemisMemory, st: NamespaceState, syn: Synthetic) -> dict[str, float]:
+    """Make ``st`` (served by ``mem``) what a load from ``mem``'s store gives, with the builder's index
+    built and the process's first ingest done; returns the seconds each part took.
+
+    Every node and edge ``generate`` made waits in the graph's change journal, so the first ingest
+    would write the whole graph (and leave the store a graph without its messages); the builder's
+    index is built on its first use, by the first ingest after a load; and a process loads its
+    word tables and tokenizer on its first ingest. All are one-off costs, not those of the
+    messages an ingest adds."""
+    t = time.perf_counter()
+    # Into a namespace of its own: the N-node memory is left as it was.
+    for batch in syn.ingest_batches[:1]:
+        mem.add_messages(batch, namespace=f"{NS}-warm-up")
+    warm_s = time.perf_counter() - t
+    t = time.perf_counter()
+    # The builder's limits first: setting them on a built index groups every parent again.
+    mem.builder.steps.place.prepare(st)
+    index = st.build_index()
+    index.ready(st)
+    index.speakers(st)  # counted on first use, apart from the rest
+    index_s = time.perf_counter() - t
+    t = time.perf_counter()
+    delta = Delta(st.graph.take_changes(), list(syn.messages), syn.vectors)
+    st.version = mem._store.write(NS, delta, st.version, {"embedder_id": syn.embedder.id, "dim": str(st.dim)})
+    return {
+        "first_ingest_s": round(warm_s, 3),
+        "builder_index_s": round(index_s, 3),
+        "bulk_store_s": round(time.perf_counter() - t, 3),
     }
 
 
@@ -426,6 +463,7 @@ def run_one(
         agree = round(float(np.mean(overlaps)), 3)
 
     # Incremental ingest into the N-node memory, through the public API (in-memory store).
+    ready = ready_to_ingest(mem, st, syn)
     before = len(st.graph)
     ti = time.perf_counter()
     persist = 0.0
@@ -464,6 +502,7 @@ def run_one(
         "ingest_nodes_per_s": round(created / ingest_s, 2) if ingest_s else None,
         "ingest_messages_per_s": round(n_msgs / ingest_s, 2) if ingest_s else None,
         "bulk_load_nodes_per_s": round(graph_nodes / (state_s + ann_s), 1),
+        **ready,
         "rss_bytes_per_node": int((rss_built - rss0) / graph_nodes),
         "dual_over_dense_p50": round(_pct(dual_t, 50) / max(_pct(dense_t, 50), 1e-9), 3),
         "dual_over_dense_p95": round(_pct(dual_t, 95) / max(_pct(dense_t, 95), 1e-9), 3),
@@ -480,6 +519,7 @@ _GROWTH = (
     "dense_p95_ms",
     "index_build_s",
     "ingest_nodes_per_s",
+    "builder_index_s",
     "rss_bytes_per_node",
 )
 
