@@ -119,13 +119,19 @@ def test_small_memories_take_the_exact_path(memory):
 def synthetic():
     scale = _scale_module()
     syn = scale.generate(6000, dim=48, seed=1, n_queries=24, ingest_batches=1, batch_messages=6)
+    mem, st = _restored(scale, syn, 48)
+    return scale, syn, mem, st
+
+
+def _restored(scale, syn, dim: int) -> tuple[MnemisMemory, NamespaceState]:
+    """A memory holding the synthetic namespace as restored from its parts (no store write)."""
     st = NamespaceState.restore(
-        scale.NS, 48, syn.graph, syn.messages, [m.id for m in syn.messages], syn.vectors
+        scale.NS, dim, syn.graph, syn.messages, [m.id for m in syn.messages], syn.vectors
     )
     mem = MnemisMemory(embedder=syn.embedder)
-    mem._dim = 48
+    mem._dim = dim
     mem._states[scale.NS] = st
-    return scale, syn, mem, st
+    return mem, st
 
 
 def test_funnel_agrees_with_exact_scoring(synthetic, monkeypatch):
@@ -185,12 +191,7 @@ def test_benchmark_run_reports_the_issue_fields():
 
 def _restored_then_ingested(scale, ready: bool) -> tuple[list[str], list[str], list[list[str]]]:
     syn = scale.generate(1500, dim=32, seed=2, n_queries=6, ingest_batches=2, batch_messages=12)
-    st = NamespaceState.restore(
-        scale.NS, 32, syn.graph, syn.messages, [m.id for m in syn.messages], syn.vectors
-    )
-    mem = MnemisMemory(embedder=syn.embedder)
-    mem._dim = 32
-    mem._states[scale.NS] = st
+    mem, st = _restored(scale, syn, 32)
     if ready:
         scale.ready_to_ingest(mem, st, syn)
     for batch in syn.ingest_batches:
