@@ -94,7 +94,9 @@ class _Journal(dict):
 class _KeyedNodes:
     """The nodes of a graph by one key of the caller's (with ``each``, by each of the values it
     gives), each with its place in the graph's order (networkx keeps nodes in the order they were
-    first added: one put back again goes last)."""
+    first added: one put back again goes last). A node whose key is None is filed under no value: a
+    key most nodes lack (a split subtopic's origin) makes no group of them all, made again each time
+    one of them changes."""
 
     def __init__(self, key: Callable[[Node], Any], nodes: Iterable[Node], each: bool = False):
         self.key = key
@@ -106,7 +108,8 @@ class _KeyedNodes:
             self.added(node)
 
     def _values(self, node: Node) -> tuple[Hashable, ...]:
-        return tuple(dict.fromkeys(self.key(node))) if self.each else (self.key(node),)
+        values = dict.fromkeys(self.key(node)) if self.each else (self.key(node),)
+        return tuple(v for v in values if v is not None)
 
     def added(self, node: Node) -> None:
         """``node`` was added, or one of its fields may have changed."""
@@ -263,7 +266,8 @@ class MemoryGraph:
         holds. ``key`` may read any field: an assigned one journals itself, a list or
         ``properties`` changed in place counts once :meth:`touch` names the node. Meant for a key
         that tells nodes nearly apart (a name, an id): the nodes sharing a value are kept as one
-        small group, made again as one joins or leaves it.
+        small group, made again as one joins or leaves it. A node whose key is None is found by no
+        value, so a key most nodes lack makes no such group of them.
 
         >>> g = MemoryGraph("u1")
         >>> for nid, label in (("a", "Acme"), ("b", "Bea"), ("c", "Acme")):

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from datetime import datetime
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from functools import _lru_cache_wrapper
+from functools import lru_cache, update_wrapper
+from typing import Any, Generic, NamedTuple, TypeVar
 
 __all__ = [
     "LATIN_WORD_CHAR",
     "MONTHS",
     "WEEKDAYS",
     "STOPWORDS",
+    "TEXT_CACHE_CHARS",
+    "TextCache",
+    "TextCacheInfo",
     "clear_text_caches",
     "content_words",
     "format_date",
@@ -32,15 +34,84 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_TEXT_CACHES: list[_lru_cache_wrapper[Any]] = []
+
+# The characters of text one cache may hold (its keys; what it computed from them is about their
+# size, a few times it for an excerpt's analysis). Thousands of chat messages (a few hundred
+# characters each) or hundreds of document chunks (LlamaIndex's default chunk, 1,024 tokens, is about
+# 4,000 characters) fit, and so does one message of the longest a memory takes (``limits``'
+# max_message_chars), which search excerpts again each time it finds it. Counted in entries alone,
+# 4,096 such messages kept gigabytes in the process.
+TEXT_CACHE_CHARS = 1_000_000
+
+_MISSING = object()
+# where a call's keyword arguments begin in its key: f(x, hmm=False) is not f(x, False), as in lru_cache
+_KEYWORDS = object()
 
 
-def text_cache(maxsize: int) -> Callable[[Callable[..., T]], _lru_cache_wrapper[T]]:
-    """``functools.lru_cache`` for a function of what a message holds (its text, a word of it, a
+class TextCacheInfo(NamedTuple):
+    maxsize: int
+    currsize: int
+    chars: int  # of the text it holds now
+    max_chars: int
+
+
+class TextCache(Generic[T]):
+    """A least-recently-used cache of a function of text, as ``functools.lru_cache`` with
+    ``maxsize`` entries, that also holds at most ``max_chars`` characters of string arguments: the
+    least recently used go first, and a call whose strings alone exceed it is computed, not kept."""
+
+    def __init__(self, fn: Callable[..., T], maxsize: int, max_chars: int):
+        self._fn = fn
+        self._maxsize = maxsize
+        self._max_chars = max_chars
+        self._held: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()
+        self._chars = 0
+        # several namespaces are read and written at once, from threads
+        self._lock = threading.Lock()
+        update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> T:
+        key = (*args, _KEYWORDS, *kwargs.items()) if kwargs else args
+        # A hit is read without the lock (a word is looked up per token): each step on the dict is
+        # atomic, and an entry another thread dropped meanwhile stays dropped.
+        found = self._held.get(key, _MISSING)
+        if found is not _MISSING:
+            try:
+                self._held.move_to_end(key)
+            except KeyError:
+                pass
+            return found[0]  # type: ignore[index]
+        value = self._fn(*args, **kwargs)
+        chars = sum(len(a) for a in (*args, *kwargs.values()) if isinstance(a, str))
+        if chars > self._max_chars:
+            return value
+        with self._lock:
+            if key not in self._held:  # another thread may have kept it meanwhile
+                self._held[key] = (value, chars)
+                self._chars += chars
+                while len(self._held) > self._maxsize or self._chars > self._max_chars:
+                    self._chars -= self._held.popitem(last=False)[1][1]
+        return value
+
+    def cache_info(self) -> TextCacheInfo:
+        with self._lock:
+            return TextCacheInfo(self._maxsize, len(self._held), self._chars, self._max_chars)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._chars = 0
+
+
+_TEXT_CACHES: list[TextCache[Any]] = []
+
+
+def text_cache(maxsize: int, max_chars: int = TEXT_CACHE_CHARS) -> Callable[[Callable[..., T]], TextCache[T]]:
+    """A :class:`TextCache` for a function of what a message holds (its text, a word of it, a
     metadata value), emptied with every other such cache by :func:`clear_text_caches`."""
 
-    def cached(fn: Callable[..., T]) -> _lru_cache_wrapper[T]:
-        wrapper = lru_cache(maxsize=maxsize)(fn)
+    def cached(fn: Callable[..., T]) -> TextCache[T]:
+        wrapper = TextCache(fn, maxsize, max_chars)
         _TEXT_CACHES.append(wrapper)
         return wrapper
 
@@ -49,7 +120,7 @@ def text_cache(maxsize: int) -> Callable[[Callable[..., T]], _lru_cache_wrapper[
 
 def clear_text_caches() -> None:
     """Empty every :func:`text_cache`. ``MnemisMemory.forget`` does, so the text it erases does not
-    stay in the process's memory as the key of a cache (until 4,096 other messages push it out)."""
+    stay in the process's memory as the key of a cache (until other texts push it out)."""
     for cache in _TEXT_CACHES:
         cache.cache_clear()
 

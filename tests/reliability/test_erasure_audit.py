@@ -103,3 +103,65 @@ def test_forget_leaves_the_nodes_of_a_message_whose_id_extends_the_forgotten_one
     assert before
     mem.forget(["m"], namespace="u1")
     assert before <= {n.id for n in mem.graph("u1").nodes()}
+
+
+# Forget finds the splits through an index the graph keeps (``nodes_keyed``), made by a first forget:
+# splits made after it, by this object's rebalance or by hand, or by another writer, are found too.
+
+
+def _split_names(mem: MnemisMemory, victim: str) -> set[str]:
+    """The ids of the subtopics split off ``s:<victim>``, as the graph records them now."""
+    return {n.id for n in mem.graph("u1").nodes() if n.properties.get("split_from") == f"s:{victim}"}
+
+
+def _assert_erased(mem: MnemisMemory, path, victim: str) -> None:
+    assert victim not in json.dumps(mem.graph("u1").to_data(), default=str)
+    assert victim.encode() not in sqlite_file_bytes(path)
+
+
+def test_forget_finds_the_splits_a_rebalance_made_after_an_earlier_forget(tmp_path):
+    path = tmp_path / "m.db"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.add_messages(_WEEKS, namespace="u1")
+        mem.forget(["zq13x"], namespace="u1")
+        mem.rebalance("u1")
+        assert _split_names(mem, "zq5x")
+        mem.forget(["zq5x"], namespace="u1")
+        _assert_erased(mem, path, "zq5x")
+
+
+@pytest.mark.parametrize("how", ["edit", "apply"])
+def test_forget_finds_a_split_recorded_by_hand_after_an_earlier_forget(tmp_path, how):
+    """A hand edit changes ``properties`` in place, which only the comparison before its write sees."""
+    path = tmp_path / "m.db"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.add_messages(_WEEKS, namespace="u1")
+        mem.forget(["zq13x"], namespace="u1")
+        other = next(n.id for n in mem.graph("u1").nodes() if n.id.startswith("s:") and "zq5x" not in n.id)
+
+        def record(g):
+            g.get(other).properties["split_from"] = "s:zq5x"
+
+        if how == "edit":
+            with mem.edit("u1") as g:
+                record(g)
+        else:
+            mem.apply(record, "u1")
+        assert _split_names(mem, "zq5x") == {other}
+        mem.forget(["zq5x"], namespace="u1")
+        _assert_erased(mem, path, "zq5x")
+        assert other not in {n.id for n in mem.graph("u1").nodes()}  # renamed as a split of the victim's
+
+
+def test_forget_finds_the_splits_another_writer_made_after_this_object_forgot(tmp_path):
+    path = tmp_path / "m.db"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.add_messages(_WEEKS, namespace="u1")
+        mem.forget(["zq13x"], namespace="u1")
+        with MnemisMemory(path, embedder=HashingEmbedder()) as other:
+            other.rebalance("u1")
+        assert _split_names(mem, "zq5x")
+        mem.forget(["zq5x"], namespace="u1")
+        _assert_erased(mem, path, "zq5x")
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        assert "zq5x" not in json.dumps(mem.graph("u1").to_data(), default=str)

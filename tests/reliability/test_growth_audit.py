@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _over_time import TOPICS
+from _over_time import TOPICS, WEEKS
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig, LLMBuilder
@@ -321,3 +321,34 @@ def test_the_scale_benchmarks_ingest_writes_and_scans_only_what_its_messages_tou
         ("nodes and edges written", "graph nodes listed"), small, large, strict=True
     ):
         assert at_large <= 2 * at_small + 50, f"{what}: {at_small} at 600 graph nodes, {at_large} at 6,000"
+
+
+# ------------------------------------------------------------------ forget
+
+
+def _with_splits(n: int) -> MnemisMemory:
+    """``filled(n)``, then three five-week threads (``WEEKS`` told again, ``w<k>-m<i>``) after the
+    chat, and ``rebalance``: it splits the subtopics of the first thread that span too long."""
+    mem = filled(n)
+    after_the_chat = T0 + timedelta(hours=7 * n, days=1)
+    for k in range(3):
+        shift = after_the_chat + timedelta(days=60 * k) - WEEKS[0]["timestamp"]
+        thread = [{**m, "id": f"w{k}-{m['id']}", "timestamp": m["timestamp"] + shift} for m in WEEKS]
+        mem.add_messages(thread, namespace="u")
+    assert {"s:w0-m1~1", "s:w0-m5~1", "s:w0-m5~2"} <= set(mem.rebalance("u").subtopics_created)
+    return mem
+
+
+def _forget_scan(n: int) -> int:
+    mem = _with_splits(n)
+    mem.forget(["m7"], namespace="u")  # anything built on first use is built here
+    with nodes_listed() as seen:
+        mem.forget(["w0-m5"], namespace="u")  # founded a subtopic rebalance split in three
+    assert not {"s:w0-m5", "s:w0-m5~1", "s:w0-m5~2"} & {n.id for n in mem.graph("u").nodes()}
+    return seen[0]
+
+
+def test_forgetting_a_message_does_not_read_every_subtopic_for_the_ones_split_off_its_own():
+    """``forget._split_off`` read every subtopic of the namespace to find those ``rebalance`` split
+    off a forgotten message's (their ``split_from``); now the graph keeps an index of it."""
+    assert_bounded(_forget_scan(SMALL), _forget_scan(LARGE), "graph nodes listed per forget")

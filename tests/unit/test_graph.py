@@ -150,6 +150,49 @@ def test_nodes_keyed_answers_as_a_scan_of_the_graph_through_every_kind_of_change
             assert [n.id for n in g.nodes_keyed(_name, wanted)] == scanned(wanted), (step, op)
 
 
+def _origin(node: Node) -> str | None:
+    return node.properties.get("from") if node.kind == NodeKind.SUBTOPIC else None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nodes_keyed_by_a_key_most_nodes_lack_answers_as_a_scan_and_files_none_of_them(seed):
+    """A node whose key is None is in no group (a group of nearly every node would be made again
+    at each change): a lookup finds the others as a scan would, through in-place changes that a
+    touch names, removals and kinds assigned."""
+    import random
+
+    rnd = random.Random(seed)
+    origins = ["s0", "s1", "s2"]
+    g = MemoryGraph("u1")
+
+    def scanned(values: list[str]) -> list[str]:
+        return [n.id for n in g.nodes() if _origin(n) in values]
+
+    for step in range(300):
+        ids = [n.id for n in g.nodes()]
+        op = rnd.choice(["add", "add", "mark", "unmark", "remove", "rekind", "take"])
+        if op == "add" or not ids:
+            g.add_node(Node(f"n{step}", rnd.choice([NodeKind.SUBTOPIC, NodeKind.FRAGMENT]), "x", "u1"))
+        elif op in ("mark", "unmark"):
+            node = g.get(rnd.choice(ids))
+            if op == "mark":
+                node.properties["from"] = rnd.choice(origins)
+            else:
+                node.properties.pop("from", None)
+            g.touch(node.id)
+        elif op == "remove":
+            g.remove_node(rnd.choice(ids))
+        elif op == "rekind":
+            node = g.get(rnd.choice(ids))
+            node.kind = NodeKind.FRAGMENT if node.kind == NodeKind.SUBTOPIC else NodeKind.SUBTOPIC
+        else:
+            g.take_changes()
+        if rnd.random() < 0.3:
+            wanted = rnd.sample(origins, rnd.randint(1, 2))
+            assert [n.id for n in g.nodes_keyed(_origin, wanted)] == scanned(wanted), (step, op)
+            assert g.nodes_keyed(_origin, [None]) == []
+
+
 def test_a_change_that_looks_names_up_as_it_goes_keys_each_node_it_writes_a_bounded_number_of_times():
     """Each lookup keys again only the nodes written since the last one, not the whole journal: a
     change adding a thousand entities and looking each name up first (as the LlamaIndex store's

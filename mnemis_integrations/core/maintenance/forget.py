@@ -342,19 +342,27 @@ def _made_from(node_id: str, gone: Collection[str]) -> str | None:
 def _split_off(g: MemoryGraph, roots: set[str]) -> dict[str, str]:
     """The subtopics ``rebalance`` split off one of ``roots`` (by ``split_from``, splits of splits
     too), and their archives, each with its kind's prefix. Their ids extend their root's
-    (``s:<id>~1``), but a message's own id may too (``m~1``): only the recorded split says which."""
-    left = {n.id: n.properties[SPLIT_FROM] for n in g.nodes(NodeKind.SUBTOPIC) if SPLIT_FROM in n.properties}
+    (``s:<id>~1``), but a message's own id may too (``m~1``): only the recorded split says which.
+    Found through the graph's index of ``split_from`` (kept as the graph changes), so a forget
+    reads the subtopics split off its own, not every subtopic of the namespace."""
     reached, found = set(roots), {}
-    while True:
-        more = [nid for nid, was in left.items() if was in reached and nid not in reached]
-        if not more:
-            break
+    frontier = list(roots)
+    while frontier:
+        more = [n.id for n in g.nodes_keyed(_split_off_from, frontier) if n.id not in reached]
         reached.update(more)
         found.update(dict.fromkeys(more, "s"))
+        frontier = more
     for sub in list(found):
         if g.has(f"a:{sub}"):
             found[f"a:{sub}"] = "a:s"
     return found
+
+
+def _split_off_from(node: Node) -> str | None:
+    """The subtopic ``node`` was split off, if it is a subtopic ``rebalance`` made (a value that is
+    no id, a list a hand edit left say, splits off nothing, and a list could key no index)."""
+    was = node.properties.get(SPLIT_FROM) if node.kind == NodeKind.SUBTOPIC else None
+    return was if isinstance(was, str) else None
 
 
 def _follow_split_from(g: MemoryGraph, split: set[str], renamed: dict[str, str]) -> None:
