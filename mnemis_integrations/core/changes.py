@@ -82,22 +82,28 @@ def has_change_cue(text: str) -> bool:
     ... )
     (True, True, True, False)
     """
+    bounds: set[int] | None = None
     for m in _CHANGE_CUES.finditer(text):
         # A Chinese cue counts as a word of its own, not inside a longer one: "最终" (in the end)
         # is no cue in "最终用户" (end users), nor "调到" in "空调到了" (the air conditioner came).
-        if not has_cjk(m.group(0)) or _whole_words(text, m.start(), m.end()):
+        if not has_cjk(m.group(0)):
+            return True
+        # taken once per text: a text repeating a cue inside longer words would otherwise pay a
+        # walk over all its words for each repetition
+        bounds = _word_bounds(text) if bounds is None else bounds
+        if m.start() in bounds and m.end() in bounds:
             return True
     return False
 
 
-def _whole_words(text: str, start: int, end: int) -> bool:
-    """Does ``text[start:end]`` begin and end between two of jieba's words (its dictionary's only:
-    its guesses for unknown words join a cue to the word before)?"""
+def _word_bounds(text: str) -> set[int]:
+    """Where ``text``'s jieba words begin and end (its dictionary's only: its guesses for unknown
+    words join a cue to the word before)."""
     bounds, at = {0}, 0
     for word in jieba_words(text, hmm=False):
         at += len(word)
         bounds.add(at)
-    return start in bounds and end in bounds
+    return bounds
 
 
 _SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")

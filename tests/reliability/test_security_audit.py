@@ -159,3 +159,92 @@ def test_falkordb_errors_never_name_the_address_password(monkeypatch):
         MnemisMemory(backend=url, embedder=HashingEmbedder())
     assert "query refused" in str(caught.value)
     assert SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url,hidden",
+    [
+        ("falkordb://alice:4242/xyz@127.0.0.1:6390", "4242"),  # the password's head read as a port
+        ("falkordb://alice:99?hidden@127.0.0.1:6390", "hidden"),  # its tail read as an option
+        ("falkordb://alice:7777#hidden@127.0.0.1:6390", "7777"),
+    ],
+)
+def test_a_password_holding_a_slash_a_question_mark_or_a_hash_is_named_in_no_error(monkeypatch, url, hidden):
+    """A '/', '?' or '#' in a password ends the address for ``urlparse``: the password's head was
+    taken for a port (which the connection error named: "Error -2 connecting to alice:4242") and its
+    tail for an option ("unknown FalkorDB address option(s) ['hidden@127.0.0.1:6390']"), although
+    ``redacted`` hides everything up to the last '@'."""
+    import falkordb
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    class Unreachable:
+        def __init__(self, **kwargs):  # as redis-py words a host it cannot resolve
+            raise RedisConnectionError(
+                f"Error -2 connecting to {kwargs['host']}:{kwargs['port']}. Name or service not known."
+            )
+
+    monkeypatch.setattr(falkordb, "FalkorDB", Unreachable)
+    with pytest.raises(StoreError) as caught:
+        MnemisMemory(backend=url, embedder=HashingEmbedder())
+    assert hidden not in str(caught.value)
+    assert "alice:***@127.0.0.1:6390" in str(caught.value)  # the address is still named
+
+
+def test_a_chinese_change_cue_repeated_inside_longer_words_reads_the_words_once(monkeypatch):
+    """The cue "最终" (in the end) is no cue inside "最终用户" (end users): each such match walked
+    every jieba word of the whole text again, so a message repeating it took quadratic time (48,000
+    characters: about 14 s; the 1,000,000 a message may hold: hours) in the update judge and in
+    search. The words' bounds are now taken once per text, whatever the number of matches."""
+    from mnemis_integrations.core import changes
+    from mnemis_integrations.core.text import clear_text_caches
+
+    walks = []
+    real = changes._word_bounds
+    monkeypatch.setattr(changes, "_word_bounds", lambda text: walks.append(text) or real(text))
+    clear_text_caches()
+    assert not changes.has_change_cue("最终用户" * 200)
+    assert len(walks) == 1
+    assert changes.has_change_cue("最终用户" * 50 + "。方案最终定了B")  # a cue that is a word still counts
+
+
+class _SliceCounter(list):
+    """A list that counts the copies slicing makes of it."""
+
+    slices = 0
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            type(self).slices += 1
+            return _SliceCounter(super().__getitem__(index))  # a copy counts its own slicing too
+        return super().__getitem__(index)
+
+
+def test_a_capitalised_run_of_filler_words_is_stripped_with_one_copy():
+    """A text "A A A ..." is one capitalised run to the name finder; its fillers were stripped one
+    word at a time by copying the rest of the list (a copy per word: quadratic in the run; 320,000
+    characters took about 12 s of an ingest's offline entity step, 1,000,000 minutes)."""
+    from mnemis_integrations.core.builder.entities import _strip_openers, extract_entities
+
+    _SliceCounter.slices = 0
+    assert _strip_openers(_SliceCounter(["A"] * 5_000)) == []
+    assert _SliceCounter.slices <= 1
+    assert _strip_openers(_SliceCounter(["The", "Bank", "of", "Lisbon", "A"])) == ["Bank", "of", "Lisbon"]
+    assert [m.name for m in extract_entities(["The Bank of Lisbon A called."])[0]] == ["Bank of Lisbon"]
+
+
+def test_a_model_reply_stuck_repeating_a_comma_is_cut_back_a_bounded_number_of_times(monkeypatch):
+    """A reply cut off while repeating ", " (a model stuck on one token) was cut back one comma at a
+    time, scanning and parsing the whole head at each: quadratic in the reply (8,000 characters,
+    about 4,000 tokens: about 13 s per try, and the step tries again). Cuts are now bounded: such a
+    reply is refused (and asked again), while a reply cut in its last items is still repaired."""
+    from mnemis_integrations.core.builder import llm_structured
+
+    scans = []
+    real = llm_structured._scan
+    monkeypatch.setattr(llm_structured, "_scan", lambda text, start: scans.append(1) or real(text, start))
+    with pytest.raises(llm_structured.JSONRepairError):
+        llm_structured.extract_json('{"summaries": [' + ", " * 4_000)
+    assert len(scans) <= llm_structured._MAX_CUTS + 1
+    assert llm_structured.extract_json('{"items": [{"i": 0}, {"i": 1}, , , {"i": 2, "na') == {
+        "items": [{"i": 0}, {"i": 1}]
+    }

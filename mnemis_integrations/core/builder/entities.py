@@ -186,11 +186,13 @@ class EntityMention(tuple):
 
 
 def _strip_openers(words: list[str]) -> list[str]:
-    while words and words[0].lower().replace("’", "'") in _NOT_NAMES:
-        words = words[1:]
-    while words and words[-1].lower().replace("’", "'") in _NOT_NAMES:
-        words = words[:-1]
-    return words
+    # counted, then cut once: a capitalised run of fillers ("A A A ...") is as long as the message
+    lo, hi = 0, len(words)
+    while lo < hi and words[lo].lower().replace("’", "'") in _NOT_NAMES:
+        lo += 1
+    while hi > lo and words[hi - 1].lower().replace("’", "'") in _NOT_NAMES:
+        hi -= 1
+    return words[lo:hi]
 
 
 def _english_candidates(text: str) -> Iterable[tuple[str, bool]]:

@@ -48,6 +48,10 @@ _PY_LITERALS = {"None": "null", "True": "true", "False": "false"}
 # No answer nests past a few levels: a cut-off reply open this deep is a model stuck repeating one
 # token, and cutting it back item by item would take minutes.
 _MAX_OPEN = 32
+# A truncated reply is cut back one item at a time, each cut scanning and parsing what is left: a
+# reply stuck repeating ", " (thousands of empty items) would cost one whole scan per comma.
+# Truncation costs the last item or two; past this many cuts the reply is refused (and asked again).
+_MAX_CUTS = 32
 
 
 def _string_states(text: str, start: int = 0) -> Iterator[tuple[int, str, bool]]:
@@ -171,7 +175,9 @@ def extract_json(text: str) -> Any:
         if end < 0:
             # Truncated with something odd in the tail: cut back to the last complete item and close.
             cut = max(raw.rfind(","), 0)
-            while cut > 0:
+            for _ in range(_MAX_CUTS):
+                if cut <= 0:
+                    break
                 head = cand[start : start + cut]
                 _, st2, in2 = _scan(head + " ", 0)
                 try:
