@@ -66,6 +66,9 @@ class TextCache(Generic[T]):
         self._max_chars = max_chars
         self._held: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()
         self._chars = 0
+        # moved by every clear: a value computed across one (from a text a forget erased meanwhile)
+        # is returned to its caller but not kept
+        self._clears = 0
         # several namespaces are read and written at once, from threads
         self._lock = threading.Lock()
         update_wrapper(self, fn)
@@ -81,12 +84,14 @@ class TextCache(Generic[T]):
             except KeyError:
                 pass
             return found[0]  # type: ignore[index]
+        clears = self._clears
         value = self._fn(*args, **kwargs)
         chars = sum(len(a) for a in (*args, *kwargs.values()) if isinstance(a, str))
         if chars > self._max_chars:
             return value
         with self._lock:
-            if key not in self._held:  # another thread may have kept it meanwhile
+            # another thread may have kept it meanwhile, or cleared the cache since it was asked
+            if key not in self._held and clears == self._clears:
                 self._held[key] = (value, chars)
                 self._chars += chars
                 while len(self._held) > self._maxsize or self._chars > self._max_chars:
@@ -101,6 +106,7 @@ class TextCache(Generic[T]):
         with self._lock:
             self._held.clear()
             self._chars = 0
+            self._clears += 1
 
 
 _TEXT_CACHES: list[TextCache[Any]] = []

@@ -89,6 +89,20 @@ def test_forget_empties_every_text_cache():
     assert all(cache.cache_info().currsize == cache.cache_info().chars == 0 for cache in _TEXT_CACHES)
 
 
+def test_a_value_computed_while_the_cache_was_cleared_is_not_kept():
+    """A forget clears the caches so that erased text does not stay in the process; a search that
+    began reading that text before the clear must not put it back when it finishes."""
+    cache: TextCache[str]
+
+    def erased_meanwhile(text: str) -> str:
+        cache.cache_clear()  # a forget in another thread, while this call computes
+        return text.upper()
+
+    cache = TextCache(erased_meanwhile, maxsize=8, max_chars=100)
+    assert cache("the erased message") == "THE ERASED MESSAGE"
+    assert cache.cache_info()[1:3] == (0, 0)
+
+
 def test_a_text_cache_drops_its_least_recently_used_texts_first_within_entries_and_characters():
     computed: list[str] = []
 
