@@ -238,7 +238,8 @@ class MnemisMemory:
 
     Raises:
         EmbedderMismatchError: the store at ``path`` was built with another embedder.
-        ConfigError: ``builder`` was given, or already builds for, another embedder (see
+        ConfigError: ``builder`` was given, or already builds for, another embedder, or builds
+            for a memory made with another build config or review hook (see
             :meth:`~.builder.llm_builder.LLMBuilder.bind_memory`).
 
     Examples:

@@ -46,8 +46,9 @@ class GraphChanges:
     # Node id -> the form the node had before (None: it was made), for the nodes of ``nodes`` and
     # ``removed_nodes`` that were replaced (``add_node``), removed or made; what derives from a node
     # can then be taken back (NamespaceState.derive_changes). A node changed in place has none: its
-    # journal entry comes after the change. Nor has one removed and added again, as it moved: it now
-    # comes last in the graph's order. Stores ignore it.
+    # journal entry comes after the change (so has none the very node held, added again). Nor has
+    # one removed and added again, as it moved: it now comes last in the graph's order. Stores
+    # ignore it.
     earlier: dict[str, Node | None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -77,7 +78,7 @@ class _Journal(dict):
     field assigned in place reaches the graph only through here, and looking again at the whole
     journal at each lookup would make a change that looks names up as it goes cost the square of
     its size. ``earlier`` holds each node's form before its first change (``GraphChanges.earlier``),
-    :data:`_UNKNOWN` when that first change was made in place."""
+    :data:`_UNKNOWN` when that first change was made in place (or added the very node held again)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -108,7 +109,7 @@ class _KeyedNodes:
             self.added(node)
 
     def _values(self, node: Node) -> tuple[Hashable, ...]:
-        values = dict.fromkeys(self.key(node)) if self.each else (self.key(node),)
+        values = dict.fromkeys(self.key(node) or ()) if self.each else (self.key(node),)
         return tuple(v for v in values if v is not None)
 
     def added(self, node: Node) -> None:
@@ -205,7 +206,12 @@ class MemoryGraph:
     def add_node(self, node: Node) -> None:
         held, earlier = self.g._node.get(node.id), self._changed.earlier
         if node.id not in earlier:
-            earlier[node.id] = None if held is None else _detached(held["node"])
+            # the very node held, added again: it may have been changed in place first, so what it
+            # was is not known (as for touch)
+            if held is None:
+                earlier[node.id] = None
+            else:
+                earlier[node.id] = _UNKNOWN if held["node"] is node else _detached(held["node"])
         elif held is None and earlier[node.id] is not None:
             earlier[node.id] = _UNKNOWN  # removed before, so added back last: it moved
         if held is None:

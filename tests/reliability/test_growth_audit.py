@@ -4,18 +4,16 @@ never timings. A count that grows about tenfold between the two follows the memo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _over_time import TOPICS, WEEKS
+from bench_modules import bench_module
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.llm_builder import LLMBuildConfig, LLMBuilder
@@ -270,12 +268,7 @@ def test_storing_an_existing_entity_again_does_not_scan_the_namespace():
 
 
 def _scale_module() -> Any:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
-    spec = importlib.util.spec_from_file_location("bench_scale", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_scale", mod)  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("scale")
 
 
 def _scale_ingest_counts(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:

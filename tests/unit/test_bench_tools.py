@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_modules import bench_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # fit_update_judge imports growth as a sibling
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module(name)
 
 
 def _run(folder: Path, recall: dict[str, float]) -> str:

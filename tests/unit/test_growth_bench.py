@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from bench_modules import bench_module
 
 from mnemis_integrations.core.embedders import HashingEmbedder
 
@@ -19,11 +19,7 @@ TOPICS = [
 
 
 def _growth_module():
-    spec = importlib.util.spec_from_file_location("bench_growth", ROOT / "benchmarks" / "growth.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_growth", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("growth")
 
 
 def _fixture(path: Path) -> None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from bench_modules import bench_module
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.graph import MemoryGraph
@@ -25,11 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _scale_module():
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "benchmarks" / "scale.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_scale", mod)  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_module("scale")
 
 
 def _unit(rng, n, d):

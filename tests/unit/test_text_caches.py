@@ -81,7 +81,7 @@ def test_what_a_text_cache_answers_is_what_its_function_computes_for_short_and_l
     assert jieba_words(short := "周会改到周四", hmm=False) == jieba_words.__wrapped__(short, hmm=False)
 
 
-def test_forget_empties_every_text_cache():
+def test_clearing_the_text_caches_empties_every_one():
     for cache, args in _calls():
         cache(*args)
     assert all(cache.cache_info().currsize for cache in {c for c, _ in _calls()})

@@ -277,9 +277,9 @@ class BuildIndex:
             self._mentions.pop(node_id, None)
             self._mention_order.pop(node_id, None)
             self._child_counts.pop(node_id, None)
-        key = EdgeKind.MENTIONS.value
-        for src, dst, kind in changes.removed_edges:  # one put back is among the added below
-            if kind == key and dst in self._mentions:
+        mentions = EdgeKind.MENTIONS.value
+        for src, dst, key in changes.removed_edges:  # one put back is among the added below
+            if key == mentions and dst in self._mentions:
                 self._drop_mention(dst, src)
         for node in changes.nodes:
             if node.kind == NodeKind.ENTITY:

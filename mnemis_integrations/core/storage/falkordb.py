@@ -199,10 +199,10 @@ def parse_url(url: str) -> dict:
     u = urlparse(url)
     if u.scheme not in ("falkordb", "redis"):
         raise StoreError(f"not a FalkorDB address: {redacted(url)!r} (expected falkordb://host:port)")
-    if "@" in url.partition("://")[2] and "@" not in u.netloc:
+    if "@" in url.partition("://")[2][len(u.netloc) :]:
         # A "/", "?" or "#" in a password ends the address there: the user name and the password's
-        # head would be read as a host and port (which connection errors name), its tail as options
-        # (named below), where redacted() hides neither.
+        # head (past an "@" it holds, if any) would be read as a host and port (which connection
+        # errors name), its tail as options (named below), where redacted() hides neither.
         raise StoreError(
             f"the user name or password in {redacted(url)!r} holds a '/', '?' or '#', which end the address"
         )
