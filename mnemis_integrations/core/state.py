@@ -177,7 +177,9 @@ class NamespaceState:
 
         Otherwise everything again (:meth:`rederive`): also for a node changed in place (the journal
         sees it after the change) or removed and added again (it moved last in the graph's order).
-        Either way every derived structure ends as :meth:`rederive` makes it.
+        Either way every derived structure holds what :meth:`rederive` makes, but for the order of
+        the node vector rows: written in the order the nodes were, as after the builder's writes
+        (:meth:`rederive` lays them out by kind), which decides only among exactly tied scores.
         """
         dropped = self._names_dropped(changes)
         if dropped is None:
