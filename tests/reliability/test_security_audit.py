@@ -191,6 +191,27 @@ def test_a_password_holding_a_slash_a_question_mark_or_a_hash_is_named_in_no_err
     assert "alice:***@127.0.0.1:6390" in str(caught.value)  # the address is still named
 
 
+def test_a_password_of_any_characters_reaches_the_server_percent_decoded(monkeypatch):
+    """Refused raw, a '/', '?', '#' or '@' in a password is written percent-encoded, as in any redis
+    URL: the client gets the password itself, and no error names it."""
+    import falkordb
+
+    given = {}
+
+    class Server:
+        def __init__(self, **kwargs):
+            given.update(kwargs)
+            raise OSError("no server here")
+
+    monkeypatch.setattr(falkordb, "FalkorDB", Server)
+    with pytest.raises(StoreError) as caught:
+        MnemisMemory(
+            backend="falkordb://al%40ice:s3%2Fc%3Fr%23e%40t%25@127.0.0.1:6390", embedder=HashingEmbedder()
+        )
+    assert (given["username"], given["password"]) == ("al@ice", "s3/c?r#e@t%")
+    assert "s3" not in str(caught.value)
+
+
 def test_a_chinese_change_cue_repeated_inside_longer_words_reads_the_words_once(monkeypatch):
     """The cue "最终" (in the end) is no cue inside "最终用户" (end users): each such match walked
     every jieba word of the whole text again, so a message repeating it took quadratic time (48,000

@@ -36,7 +36,7 @@ import base64
 import contextlib
 import json
 import logging
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import numpy as np
 
@@ -195,6 +195,8 @@ def parse_url(url: str) -> dict:
     {'host': '127.0.0.1', 'port': 6390, 'socket_connect_timeout': 10.0}
     >>> parse_url("falkordb://127.0.0.1:6390?timeout=30")["socket_timeout"]
     30.0
+    >>> parse_url("falkordb://ana:p%2Fw%40rd@127.0.0.1:6390")["password"]
+    'p/w@rd'
     """
     u = urlparse(url)
     if u.scheme not in ("falkordb", "redis"):
@@ -204,17 +206,19 @@ def parse_url(url: str) -> dict:
         # head (past an "@" it holds, if any) would be read as a host and port (which connection
         # errors name), its tail as options (named below), where redacted() hides neither.
         raise StoreError(
-            f"the user name or password in {redacted(url)!r} holds a '/', '?' or '#', which end the address"
+            f"the user name or password in {redacted(url)!r} holds a '/', '?' or '#', which end the "
+            "address: write them percent-encoded (%2F, %3F, %23)"
         )
     try:
         port = u.port
     except ValueError:  # its message quotes the port as read, which may be part of a password
         raise StoreError(f"not a valid port in {redacted(url)!r} (expected falkordb://host:port)") from None
     out: dict = {"host": u.hostname or "127.0.0.1", "port": port or 6379}
+    # percent-decoded, as redis URLs are: a password may hold any character, written %XX
     if u.password:
-        out["password"] = u.password
+        out["password"] = unquote(u.password)
     if u.username:
-        out["username"] = u.username
+        out["username"] = unquote(u.username)
     query = parse_qs(u.query, keep_blank_values=True)
     unknown = set(query) - {"connect_timeout", "timeout"}
     if unknown:
