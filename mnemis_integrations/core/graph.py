@@ -7,7 +7,7 @@ linked by several kinds at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -145,6 +145,33 @@ class _KeyedNodes:
         return sorted(found, key=lambda i: self.entry[i][1])
 
 
+class _KeyedEdges:
+    """The edges of a graph by one key of the caller's; an edge whose key is None is filed under none."""
+
+    def __init__(self, key: Callable[[Edge], Any], edges: Iterable[Edge]):
+        self.key = key
+        self.value: dict[EdgeKey, Hashable] = {}
+        self.by_key: dict[Hashable, dict[EdgeKey, None]] = {}
+        for edge in edges:
+            self.added(edge)
+
+    def added(self, edge: Edge) -> None:
+        k = edge_key(edge)
+        self.removed(k)
+        value = self.key(edge)
+        if value is not None:
+            self.value[k] = value
+            self.by_key.setdefault(value, {})[k] = None
+
+    def removed(self, k: EdgeKey) -> None:
+        value = self.value.pop(k, None)  # None is never filed
+        if value is not None:
+            group = self.by_key[value]
+            del group[k]
+            if not group:
+                del self.by_key[value]
+
+
 class MemoryGraph:
     """Hierarchy (concept > subtopic > fragment), entities and typed edges of one namespace.
 
@@ -173,6 +200,8 @@ class MemoryGraph:
         # remove_node; the nodes written since they last looked (a field assigned in place, which
         # reaches only the journal) are keyed again before the next lookup.
         self._keyed: dict[Callable[[Node], Hashable], _KeyedNodes] = {}
+        # The same for edges (edges_keyed), kept by add_edge, remove_edge and remove_node.
+        self._edges_keyed: dict[Callable[[Edge], Hashable], _KeyedEdges] = {}
 
     # ----- change journal -----
     def touch(self, node_id: str) -> None:
@@ -243,6 +272,8 @@ class MemoryGraph:
         for src, dst, key in [*self.g.in_edges(node_id, keys=True), *self.g.out_edges(node_id, keys=True)]:
             self._added_edges.pop((src, dst, key), None)
             self._removed_edges.add((src, dst, key))
+            for edge_index in self._edges_keyed.values():
+                edge_index.removed((src, dst, key))
         object.__setattr__(self.g._node[node_id]["node"], "_journal", None)
         self.g.remove_node(node_id)
         self._changed.pop(node_id, None)
@@ -289,12 +320,20 @@ class MemoryGraph:
         >>> [n.id for n in g.nodes_keyed(by_name, ["Bea"], each=True)]
         ['c']
         """
+        return [self.g._node[i]["node"] for i in self._node_index(key, each).ids(values)]
+
+    def _node_index(self, key: Callable[[Node], Any], each: bool = False) -> _KeyedNodes:
         self._key_journaled()
         index = self._keyed.get(key)
         if index is None:
             index = self._keyed[key] = _KeyedNodes(key, self.nodes(), each)
             self._changed.unkeyed = {}
-        return [self.g._node[i]["node"] for i in index.ids(values)]
+        return index
+
+    def node_key_values(self, key: Callable[[Node], Any]) -> list[Hashable]:
+        """The values some node's ``key`` gives, as :meth:`nodes_keyed` files them (one of its keys);
+        as many as there are distinct values, however many nodes share each."""
+        return list(self._node_index(key).by_key)
 
     def _key_journaled(self) -> None:
         """Key again the nodes written since the indexes last looked (a field assigned in place)."""
@@ -319,6 +358,8 @@ class MemoryGraph:
         # stays among the removed, so a store deletes its row and makes it again, in that place too,
         # and a reopened graph lists a parent's children in the order this one does.
         self._added_edges[k] = edge
+        for index in self._edges_keyed.values():
+            index.added(edge)
 
     def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
         key = _kind_key(kind, label)
@@ -326,6 +367,8 @@ class MemoryGraph:
             self.g.remove_edge(src, dst, key)
             self._added_edges.pop((src, dst, key), None)
             self._removed_edges.add((src, dst, key))
+            for index in self._edges_keyed.values():
+                index.removed((src, dst, key))
 
     def edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> Edge | None:
         """The ``kind`` edge src -> dst (``label`` for a relation), or None."""
@@ -335,10 +378,46 @@ class MemoryGraph:
     def edges(self, kind: EdgeKind | None = None) -> list[Edge]:
         return [d["edge"] for _, _, d in self.g.edges(data=True) if kind is None or d["edge"].kind == kind]
 
+    def edges_keyed(self, key: Callable[[Edge], Any], values: Iterable[Hashable]) -> list[Edge]:
+        """The edges whose ``key(edge)`` is among ``values``. As :meth:`nodes_keyed`: the first call
+        with a ``key`` reads every edge, later ones cost what they find. ``key`` must read what an
+        edge is written with (an edge is replaced whole, never changed in place, to change a key).
+
+        >>> g = MemoryGraph("u1")
+        >>> for nid in ("a", "b"):
+        ...     g.add_node(Node(nid, NodeKind.ENTITY, nid, "u1"))
+        >>> g.add_edge(Edge("a", "b", EdgeKind.RELATION, "knows", properties={"src": "c1"}))
+        >>> by_src = lambda e: e.properties.get("src")
+        >>> [e.label for e in g.edges_keyed(by_src, ["c1"])]
+        ['knows']
+        >>> g.remove_node("b")
+        >>> g.edges_keyed(by_src, ["c1"])
+        []
+        """
+        index = self._edges_keyed.get(key)
+        if index is None:
+            index = self._edges_keyed[key] = _KeyedEdges(key, self.edges())
+        out = []
+        for value in dict.fromkeys(values):
+            for src, dst, k in index.by_key.get(value, ()):
+                out.append(self.g.edges[src, dst, k]["edge"])
+        return out
+
     def edges_between(self, src: str, dst: str, kind: EdgeKind | None = None) -> list[Edge]:
         """The edges src -> dst (of ``kind``): one lookup, whatever either node's other edges."""
         found = self.g.get_edge_data(src, dst) or {}
         return [d["edge"] for d in found.values() if kind is None or d["edge"].kind == kind]
+
+    def has_edges_besides(self, node_id: str, excluded: Collection[EdgeKey]) -> bool:
+        """Whether an edge of ``node_id`` is not in ``excluded``. Stops at the first such edge, so a
+        node with thousands of edges (a speaker's entity) costs no more than its excluded edges."""
+        for dst, keyed in self.g._succ[node_id].items():
+            if any((node_id, dst, key) not in excluded for key in keyed):
+                return True
+        for src, keyed in self.g._pred[node_id].items():
+            if any((src, node_id, key) not in excluded for key in keyed):
+                return True
+        return False
 
     def out_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
         return [

@@ -19,13 +19,14 @@ Property-graph mapping (see :class:`~.graph_store.MnemisPropertyGraphStore`):
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..core.builder.relation_sources import READ_COUNTS, READ_FROM, RELATIONS_READ
-from ..core.graph import MemoryGraph
+from ..core.graph import MemoryGraph, edge_key
 from ..core.messages import iso_moment, parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
 from ..core.retrieval.render import memory_block, memory_line
@@ -591,23 +592,35 @@ def orphaned_extractions(
         >>> [e.label for e in edges], sorted(entities)
         (['works_for'], ['pg-entity:Acme', 'pg-entity:Logan'])
     """
-    edges = [e for e in graph.edges() if e.properties.get(source_key) in removed]
-    dropped = {(e.src, e.dst, e.kind, e.label) for e in edges}
-
-    def left(node_id: str) -> bool:
-        return any(
-            (e.src, e.dst, e.kind, e.label) not in dropped
-            for e in [*graph.out_edges(node_id), *graph.in_edges(node_id)]
-        )
-
+    # Both read the graph's indexes by source, kept as it changes, not every edge and entity. The
+    # entities are looked for under every source that is gone, not only the removed ones: one whose
+    # text went earlier, while another relation held it, may have lost that relation since (a delete
+    # by relation name, a forget's dropped mentions), and goes now. That is a lookup per source, not
+    # a read of every node.
+    by_edge_source, by_entity_source = _source_keys(source_key)
+    edges = graph.edges_keyed(by_edge_source, removed)
+    dropped = {edge_key(e) for e in edges}
+    gone = [s for s in graph.node_key_values(by_entity_source) if not graph.has(s)]
     entities = [
-        n.id
-        for n in graph.nodes(NodeKind.ENTITY)
-        if n.properties.get(source_key) is not None
-        and not graph.has(n.properties[source_key])
-        and not left(n.id)
+        n.id for n in graph.nodes_keyed(by_entity_source, gone) if not graph.has_edges_besides(n.id, dropped)
     ]
     return edges, entities
+
+
+@functools.cache
+def _source_keys(source_key: str) -> tuple[Callable[[Edge], Any], Callable[[Node], Any]]:
+    """The keys of the graph's indexes of edges and of entities by their ``source_key`` property: one
+    function each per property name, so every call finds the same index."""
+
+    def of_edge(edge: Edge) -> Any:
+        value = edge.properties.get(source_key)
+        return value if isinstance(value, str) else None  # removed text nodes are named by str ids
+
+    def of_entity(node: Node) -> Any:
+        value = node.properties.get(source_key) if node.kind == NodeKind.ENTITY else None
+        return value if isinstance(value, Hashable) else None
+
+    return of_edge, of_entity
 
 
 def matches_properties(properties: Mapping[str, Any], wanted: Mapping[str, Any] | None) -> bool:

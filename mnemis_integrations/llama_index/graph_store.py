@@ -524,11 +524,16 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 or bool(properties and matches_properties(self._to_llama(node).properties, properties))
             )
 
+        def doomed_nodes(g: MemoryGraph) -> list[Node]:
+            # Only a delete by properties reads every node; names and ids are looked up in the
+            # graph's index by LlamaIndex id, so deleting one chunk costs what it removes.
+            if properties:
+                return [n for n in g.nodes() if doomed(n)]
+            return [n for n in g.nodes_keyed(llama_id, names | wanted) if doomed(n)]
+
         # Forget first: if the graph write below fails, deleting again still finds the nodes and
         # finishes; the other way round a retry would find no node and leave the text behind.
-        texts = self._reading(
-            lambda g: {n.id for n in g.nodes() if n.kind != NodeKind.ENTITY and doomed(n)}, None
-        )
+        texts = self._reading(lambda g: {n.id for n in doomed_nodes(g) if n.kind != NodeKind.ENTITY}, None)
         if texts is None:
             return
         messages = sorted(self._stored_messages(texts))
@@ -537,17 +542,16 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
 
         def change(g: MemoryGraph) -> None:
             rels = set(relation_names or [])
-            for edge in g.edges():
+            for edge in g.edges() if rels or properties else ():
                 hit = relation_label(edge) in rels or (
                     properties and matches_properties(relation_properties(edge, edge.properties), properties)
                 )
                 if hit:
                     g.remove_edge(edge.src, edge.dst, edge.kind, edge.label)
             removed = set()
-            for node in g.nodes():
-                if doomed(node):
-                    removed.add(llama_id(node))
-                    g.remove_node(node.id)
+            for node in doomed_nodes(g):
+                removed.add(llama_id(node))
+                g.remove_node(node.id)
             if removed:
                 edges, entities = orphaned_extractions(g, removed, TRIPLET_SOURCE_KEY)
                 for edge in edges:

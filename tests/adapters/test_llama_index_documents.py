@@ -672,3 +672,153 @@ def test_a_name_another_writer_gave_is_found_on_the_fresh_graph(when, write, tmp
     for seen in (store, reopened):
         assert [n.properties["node_id"] for n in seen.get(ids=["Bea"])] == ["hand-bea"]
         assert not seen.memory.graph("docs").has("pg-entity:Bea")
+
+
+# ---------------------------------------------------------------------------------------------
+# A delete by ids or names finds what it removes through the graph's indexes, with a scan's results
+# ---------------------------------------------------------------------------------------------
+
+
+def _scanning_each(
+    self: MemoryGraph, key: Callable[[Node], Any], values: Iterable[Hashable], *, each: bool = False
+) -> list[Node]:
+    """``MemoryGraph.nodes_keyed`` as a scan, for the engine's lookups (``each``) too."""
+    wanted = set(values)
+    return [n for n in self.nodes() if wanted & (set(key(n) or ()) if each else {key(n)})]
+
+
+def _orphans_by_scan(graph: MemoryGraph, removed: set[str], source_key: str) -> tuple[list, list[str]]:
+    """``orphaned_extractions`` as it read every edge and entity before the graph's indexes."""
+    edges = [e for e in graph.edges() if e.properties.get(source_key) in removed]
+    dropped = {(e.src, e.dst, e.kind, e.label) for e in edges}
+
+    def left(node_id: str) -> bool:
+        return any(
+            (e.src, e.dst, e.kind, e.label) not in dropped
+            for e in [*graph.out_edges(node_id), *graph.in_edges(node_id)]
+        )
+
+    entities = [
+        n.id
+        for n in graph.nodes(NodeKind.ENTITY)
+        if n.properties.get(source_key) is not None
+        and not graph.has(n.properties[source_key])
+        and not left(n.id)
+    ]
+    return edges, entities
+
+
+# Texts naming the same people and places, so that the builder's entities (from chat and the texts)
+# and the extracted ones are shared between texts, and a forget takes mentions off shared entities.
+_SHARED_TEXTS = [
+    "Logan booked the lighthouse for the retro with Mira.",
+    "Mira moved the offsite to the harbour hotel.",
+    "Tomas and Logan met Acme about the refund.",
+    "The deploy window is Tuesday night, Mira says.",
+    "Acme booked the harbour hotel for Tomas.",
+]
+_PEOPLE = ["Logan", "Mira", "Tomas", "Acme"]
+_PLACES = ["Lighthouse", "Harbour hotel", "Refund desk"]
+
+
+def _insert_extracted(store: MnemisPropertyGraphStore, rng: Any, doc: str) -> None:
+    """A text node and what an extractor found in it, written as ``PropertyGraphIndex`` writes them
+    (text nodes, then the entities not yet stored, then relations), each carrying its source."""
+    store.upsert_llama_nodes(
+        [TextNode(id_=doc, text=rng.choice(_SHARED_TEXTS), metadata={"team": rng.choice("ab")})]
+    )
+    person, other, place = rng.choice(_PEOPLE), rng.choice(_PEOPLE), rng.choice(_PLACES)
+    found = [EntityNode(name=person, label="PERSON"), EntityNode(name=place, label="PLACE")]
+    known = {n.id for n in store.get(ids=[n.id for n in found])}
+    store.upsert_nodes(
+        [
+            EntityNode(name=n.name, label=n.label, properties={TRIPLET_SOURCE_KEY: doc})
+            for n in found
+            if n.id not in known
+        ]
+    )
+    store.upsert_relations(
+        [
+            Relation(label="BOOKED", source_id=person, target_id=place, properties={TRIPLET_SOURCE_KEY: doc}),
+            Relation(
+                label="WORKS_WITH", source_id=person, target_id=other, properties={TRIPLET_SOURCE_KEY: doc}
+            ),
+        ]
+    )
+
+
+def _random_step(store: MnemisPropertyGraphStore, rng: Any) -> str:
+    docs = [f"d{i}" for i in range(6)]
+    op = rng.choice(["insert", "insert", "ids", "ids", "names", "properties", "relations", "dangling"])
+    if op == "insert":  # a stored id is stored again, with the same text or another
+        _insert_extracted(store, rng, rng.choice(docs))
+    elif op == "ids":  # chunks, an entity's name as an id, an id nothing has
+        store.delete(ids=rng.sample([*docs, "Mira", "nothing"], rng.randint(1, 3)))
+    elif op == "names":
+        store.delete(entity_names=rng.sample([*_PEOPLE, *_PLACES, "d1"], rng.randint(1, 2)))
+    elif op == "properties":
+        store.delete(
+            properties=rng.choice([{"team": rng.choice("ab")}, {TRIPLET_SOURCE_KEY: rng.choice(docs)}])
+        )
+    elif op == "relations":  # may leave an entity whose source is gone with no relation, until a later delete
+        store.delete(relation_names=[rng.choice(["BOOKED", "WORKS_WITH"])])
+    else:  # an entity naming a source that is not stored, as a hand-written one may
+        store.upsert_nodes(
+            [EntityNode(name=rng.choice(["Nadia", "Ola"]), properties={TRIPLET_SOURCE_KEY: "gone"})]
+        )
+    return op
+
+
+def _deletes_as_seen(store: MnemisPropertyGraphStore) -> dict:
+    mem, ns = store.memory, store.namespace
+    names = [*_PEOPLE, *_PLACES, "Nadia", "Ola", *(f"d{i}" for i in range(6))]
+    return {
+        "graph": mem.graph(ns).to_data(),
+        "messages": [m.to_dict() for m in mem.messages(ns)],
+        "get": [(type(n).__name__, n.id, n.label, n.properties) for n in store.get()],
+        "get_ids": [(n.id, n.properties["node_id"]) for n in store.get(ids=names)],
+        "triplets": [
+            (a.id, r.label, b.id, r.properties)
+            for a, r, b in store.get_triplets(relation_names=["BOOKED", "WORKS_WITH", "MENTIONS"])
+        ],
+        "vector_query": [
+            _untied(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=6)))
+            for q in ("lighthouse retro", "harbour hotel offsite")
+        ],
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_deleting_through_the_graphs_indexes_gives_what_a_scan_gives(seed, monkeypatch):
+    """Random inserts (texts sharing extracted and built entities), deletes by ids, entity names,
+    properties and relation names, and texts stored again, into two stores: the second finds the
+    nodes to delete and the orphaned extractions by reading every node and edge, as ``delete`` did.
+    After every step: the same graph, messages, ``get``, ``get_triplets`` and ``vector_query``."""
+    import itertools
+    import random
+    import types
+    import uuid
+
+    from mnemis_integrations.core.maintenance import forget
+    from mnemis_integrations.llama_index import graph_store
+
+    # a forget renames the nodes named after a forgotten message to random ids: the same ones in both
+    renames = {"indexed": itertools.count(), "scanned": itertools.count()}
+    renaming = ["indexed"]
+    monkeypatch.setattr(
+        forget, "uuid", types.SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(renames[renaming[0]])))
+    )
+    indexed = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    scanned = MnemisPropertyGraphStore(memory=make_memory(), namespace="u1", clock=lambda: NOW)
+    ops = set()
+    rng_indexed, rng_scanned = random.Random(seed), random.Random(seed)
+    for _ in range(40):
+        renaming[0] = "indexed"
+        ops.add(_random_step(indexed, rng_indexed))
+        renaming[0] = "scanned"
+        with monkeypatch.context() as m:
+            m.setattr(MemoryGraph, "nodes_keyed", _scanning_each)
+            m.setattr(graph_store, "orphaned_extractions", _orphans_by_scan)
+            _random_step(scanned, rng_scanned)
+        assert _deletes_as_seen(scanned) == _deletes_as_seen(indexed)
+    assert {"insert", "ids", "names"} <= ops

@@ -53,21 +53,30 @@ def filled(n: int, messages: Callable[[int, int], list[dict]] = chat) -> MnemisM
 
 
 @contextmanager
-def nodes_listed() -> Iterator[list[int]]:
-    """Counts the nodes every ``MemoryGraph.nodes()`` call returns: a scan of the graph."""
+def _listed(method: str) -> Iterator[list[int]]:
     seen = [0]
-    real = MemoryGraph.nodes
+    real = getattr(MemoryGraph, method)
 
     def counting(self, *args, **kwargs):
         out = real(self, *args, **kwargs)
         seen[0] += len(out)
         return out
 
-    MemoryGraph.nodes = counting
+    setattr(MemoryGraph, method, counting)
     try:
         yield seen
     finally:
-        MemoryGraph.nodes = real
+        setattr(MemoryGraph, method, real)
+
+
+def nodes_listed() -> Any:
+    """Counts the nodes every ``MemoryGraph.nodes()`` call returns: a scan of the graph."""
+    return _listed("nodes")
+
+
+def edges_listed() -> Any:
+    """Counts the edges every ``MemoryGraph.edges()`` call returns: a scan of the graph's edges."""
+    return _listed("edges")
 
 
 def assert_bounded(small: float, large: float, what: str) -> None:
@@ -233,6 +242,45 @@ def test_inserting_a_document_with_extracted_entities_does_not_scan_the_namespac
         _document_with_entities_scan(LARGE),
         "graph nodes listed per document with entities",
     )
+
+
+def _chunk_delete_scan(n: int) -> tuple[int, int]:
+    pytest.importorskip("llama_index.core")
+    from llama_fakes import offline_settings
+    from llama_index.core.schema import TextNode
+
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    mem = filled(n)
+    after_the_chat = T0 + timedelta(hours=7 * n + 1)
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u", clock=lambda: after_the_chat)
+    texts = [
+        ("Mira moved the offsite.", "Mira", "Hotel"),
+        ("Tomas booked the lighthouse for the deploy retro.", "Tomas", "Lighthouse"),
+        ("Mira booked the hotel bar for Tomas.", "Mira", "Bar"),
+    ]
+    with offline_settings():
+        _extracting_index(store).insert_nodes(
+            [
+                TextNode(id_=f"t{i}", text=text, metadata={"person": person, "place": place})
+                for i, (text, person, place) in enumerate(texts)
+            ]
+        )
+    store.delete(ids=["t0"])  # the graph's indexes are made by the first delete, then kept
+    with nodes_listed() as nodes, edges_listed() as edges:
+        store.delete(ids=["t1"])
+    assert not store.get(ids=["t1", "Lighthouse"]) and store.get(ids=["t2", "Mira", "Bar"])
+    return nodes[0], edges[0]
+
+
+def test_deleting_one_chunk_by_id_does_not_scan_the_namespace():
+    """``MnemisPropertyGraphStore.delete(ids=...)`` read every node to find the text nodes to
+    forget, again in its write to find the nodes to remove, and every edge and entity for what an
+    extractor wrote from them. Now the nodes are looked up by LlamaIndex id, and the orphaned
+    relations and entities through the graph's indexes by their source."""
+    small, large = _chunk_delete_scan(SMALL), _chunk_delete_scan(LARGE)
+    assert_bounded(small[0], large[0], "graph nodes listed per chunk deleted")
+    assert_bounded(small[1], large[1], "graph edges listed per chunk deleted")
 
 
 def _entity_restored_scan(n: int) -> int:
