@@ -28,6 +28,15 @@ class VectorIndex:
     """faiss ``IndexIDMap2(IndexFlatIP)`` keyed by string ids.
 
     Vectors are L2-normalised, so inner product is cosine similarity.
+
+    Every answer ranks keys best first and exactly equal scores by ascending key, including at the
+    ``n``-th place: when keys tie there, those the rule picks are kept, whichever faiss met first.
+    faiss breaks ties by row order, which is write history (a live memory appends rows as nodes are
+    written, a reopened one lays them out by kind), and exact ties are common: a subtopic holding one
+    fragment has that fragment's vector. With no tie at the ``n``-th place a search costs what faiss
+    alone does (one more row asked for); with one, faiss is asked for twice as many keys until a
+    lower score shows, so many exact ties (e.g. zero scores from a toy embedder) can widen a search
+    up to the whole index.
     """
 
     def __init__(self, dim: int):
@@ -209,9 +218,40 @@ class VectorIndex:
         if total == 0:
             return {}
         n = total if n is None else min(n, total)
+        if n <= 0:
+            return {}
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
-        scores, ids = self._index.search(q, n, params=self._params())
-        return {self._keys[int(i)]: float(s) for s, i in zip(scores[0], ids[0], strict=True) if i >= 0}
+        keys, scores = self._ranked(q, n)
+        return dict(zip(keys[:n], scores[:n], strict=True))
+
+    def _ranked(self, q: np.ndarray, n: int) -> tuple[list[str], list[float]]:
+        """The ``n`` nearest live keys (``1 <= n <= len(self)``), best first, equal scores by ascending
+        key, and past them every key tying the ``n``-th score: a prefix of the full ranking.
+
+        faiss is asked for one key more than ``n`` to see whether the ``n``-th score is tied past
+        it, and for twice as many while its last score still equals the ``n``-th."""
+        total = len(self._ids)
+        k = min(total, n + 1)
+        params = self._params()
+        while True:
+            found, ids = self._index.search(q, k, params=params)
+            found, ids = found[0], ids[0]
+            if (ids < 0).any():
+                found, ids = found[ids >= 0], ids[ids >= 0]
+            if k >= total or len(found) <= n or found[-1] != found[n - 1]:
+                break
+            k = min(total, 2 * k)
+        if len(found) > n:
+            cut = n + int(np.count_nonzero(found[n:] == found[n - 1]))
+            found, ids = found[:cut], ids[:cut]
+        keys = [self._keys[i] for i in ids.tolist()]
+        if len(found) > 1 and (found[1:] == found[:-1]).any():
+            # faiss's answer is already best first: only each run of equal scores needs its keys sorted
+            starts = np.flatnonzero(np.r_[True, found[1:] != found[:-1], True])
+            lengths = np.diff(starts)
+            for a, b in zip(starts[:-1][lengths > 1].tolist(), starts[1:][lengths > 1].tolist(), strict=True):
+                keys[a:b] = sorted(keys[a:b])
+        return keys, found.tolist()
 
     def top_scores(self, query: np.ndarray, n: int, group: str | None = None) -> np.ndarray:
         """The cosines of the ``n`` nearest keys (of ``group``), best first: a rank's score without
@@ -245,8 +285,8 @@ class VectorIndex:
         ``keep`` filter the flat index is asked for ``4 n`` keys, then four times more while
         fewer than ``n`` kept keys were found, the last score still clears ``min_score`` and keys
         are left: the same keys as filtering a full ranking, at the cost of the keys ranked
-        above the ``n``-th kept one (plus one flat scan per widening). ``group``: search only the
-        keys of that group (see :meth:`partition`).
+        above the ``n``-th kept one (plus one flat scan per widening). Equal scores rank by ascending
+        key (see the class). ``group``: search only the keys of that group (see :meth:`partition`).
 
         >>> idx = VectorIndex(2); idx.upsert(["a", "b", "c"], np.array([[1, 0], [0.8, 0.6], [0, 1]]))
         >>> idx.nearest(np.array([1.0, 0.0]), 1, keep=lambda k: k != "a")
@@ -265,21 +305,18 @@ class VectorIndex:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
         k = min(total, n if keep is None else 4 * n)
         while True:
-            scores, ids = self._index.search(q, k, params=self._params())
+            keys, scores = self._ranked(q, k)
             out: list[tuple[str, float]] = []
-            for s, i in zip(scores[0].tolist(), ids[0].tolist(), strict=True):
-                if i < 0:
-                    continue
+            for key, s in zip(keys, scores, strict=True):
                 if min_score is not None and s < min_score:
                     return out
-                key = self._keys[i]
                 if keep is None or keep(key):
                     out.append((key, s))
                     if len(out) == n:
                         return out
-            if k >= total:
+            if k >= total or len(keys) >= total:
                 return out
-            k = min(total, 4 * k)
+            k = min(total, 4 * max(k, len(keys)))
 
     # ----- the funnel's coarse stage (SPEC §6) -----
     @property
@@ -321,7 +358,8 @@ class VectorIndex:
         """About the ``n`` nearest keys with their exact cosines.
 
         Exact (flat) below ``ann_min`` keys; above, the IVF sidecar proposes the keys and the
-        flat index re-scores them, so a score is never approximate, only the recall is.
+        flat index re-scores them, so a score is never approximate, only the recall is. Either way the
+        keys come best first by exact score, equal scores by ascending key.
         """
         total = len(self._ids)
         if total == 0 or n <= 0:
@@ -335,8 +373,10 @@ class VectorIndex:
             ids = ids[[int(i) not in self._dead for i in ids]]
         if len(ids) == 0:
             return {}
-        sims = self._dot(ids, query)
-        return {self._keys[int(i)]: float(s) for i, s in zip(ids, sims, strict=True)}
+        sims = self._dot(ids, query).tolist()
+        keys = [self._keys[i] for i in ids.tolist()]
+        order = sorted(range(len(keys)), key=lambda j: (-sims[j], keys[j]))
+        return {keys[j]: sims[j] for j in order}
 
     def similarities(self, query: np.ndarray, keys: Sequence[str]) -> np.ndarray:
         """Exact cosines of ``query`` with the given keys (all present), in their order."""
