@@ -179,7 +179,7 @@ class NamespaceState:
         sees it after the change) or removed and added again (it moved last in the graph's order).
         Either way every derived structure holds what :meth:`rederive` makes, but for the order of
         the node vector rows: written in the order the nodes were, as after the builder's writes
-        (:meth:`rederive` lays them out by kind), which decides only among exactly tied scores.
+        (:meth:`rederive` lays them out by kind), which no answer reads (equal scores rank by key).
         """
         dropped = self._names_dropped(changes)
         if dropped is None:

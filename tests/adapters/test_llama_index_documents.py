@@ -461,17 +461,10 @@ def _every_kind_of_write(store: MnemisPropertyGraphStore) -> None:
     store.delete(entity_names=["Cal"])
 
 
-def _untied(found: tuple[list, list[float]]) -> tuple[list[tuple[float, list[str]]], list[float]]:
-    """A ``vector_query`` answer up to the order of exactly equal scores: the ids at each score above
-    the last one (the last score's may be any of the nodes tied there), and every score. Nodes tied
-    exactly (a subtopic holding one fragment has its vector) come in the order they were written,
-    which a write through the journal keeps and a whole derivation (``apply``) does not."""
+def _answer(found: tuple[list, list[float]]) -> tuple[list[str], list[float]]:
+    """A ``vector_query`` answer as ids and scores, in its order (equal scores rank by node id)."""
     nodes, scores = found
-    by_score: dict[float, list[str]] = {}
-    for node, score in zip(nodes, scores, strict=True):
-        by_score.setdefault(score, []).append(node.id)
-    last = min(scores, default=None)
-    return [(s, sorted(ids)) for s, ids in by_score.items() if s != last], scores
+    return [n.id for n in nodes], scores
 
 
 def _as_seen(store: MnemisPropertyGraphStore) -> dict:
@@ -482,7 +475,7 @@ def _as_seen(store: MnemisPropertyGraphStore) -> dict:
         "graph": mem.graph(ns).to_data(),
         "messages": [m.to_dict() for m in mem.messages(ns)],
         "vector_query": [
-            _untied(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=8))) for q in queries
+            _answer(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=8))) for q in queries
         ],
         "retrieved": [
             [(n.node.get_content(), n.score, n.node.metadata["node_id"]) for n in retriever.retrieve(q)]
@@ -782,7 +775,7 @@ def _deletes_as_seen(store: MnemisPropertyGraphStore) -> dict:
             for a, r, b in store.get_triplets(relation_names=["BOOKED", "WORKS_WITH", "MENTIONS"])
         ],
         "vector_query": [
-            _untied(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=6)))
+            _answer(store.vector_query(VectorStoreQuery(query_str=q, similarity_top_k=6)))
             for q in ("lighthouse retro", "harbour hotel offsite")
         ],
     }
