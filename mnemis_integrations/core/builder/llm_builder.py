@@ -154,9 +154,9 @@ class LLMBuilder:
         self.cfg = build or BuildConfig()
         self.profile = profile
         self.review = review
-        # What a memory hands over (bind_memory) unless given here; None: not bound yet.
+        # What a memory hands over (bind_memory) unless given here, then held in cfg and review.
         self._build_given, self._review_given = build is not None, review is not accept_all
-        self._bound: tuple[BuildConfig, ReviewHook] | None = None
+        self._bound = False
         self.chat = as_chat_model(model, schema_request)
         self.llm = config or LLMBuildConfig()
         self.last_usage = Usage()
@@ -188,19 +188,18 @@ class LLMBuilder:
                 f"this LLMBuilder {why} but the memory embeds with {embedder_id!r}: its similarity "
                 f"thresholds would be another model's; {fix}"
             )
-        if self._bound is not None:
-            bound_build, bound_review = self._bound
-            if (not self._build_given and bound_build != build) or (
-                not self._review_given and bound_review is not review
-            ):
-                raise ConfigError(
-                    "this LLMBuilder already builds for a memory with another build config or review "
-                    "hook; give each memory its own LLMBuilder, or give it build= and review="
-                )
+        if self._bound and (
+            (not self._build_given and self.cfg != build)
+            or (not self._review_given and self.review is not review)
+        ):
+            raise ConfigError(
+                "this LLMBuilder already builds for a memory with another build config or review "
+                "hook; give each memory its own LLMBuilder, or give it build= and review="
+            )
         if not self._profile_given:
             self._embedder_id = embedder_id
             self.profile = profile
-        self._bound = (build, review)
+        self._bound = True
         if not self._build_given:
             self.cfg = build
         if not self._review_given:
