@@ -105,6 +105,13 @@ def test_edges_near_walks_both_ways_hop_by_hop_and_stops_at_depth_limit_and_unfo
     assert near(3, follow=lambda e: e.kind != EdgeKind.MENTIONS) == near(2)
 
 
+def _assert_keyed_as_scanned(g: MemoryGraph, key, wanted: list[str], context) -> None:
+    """``nodes_keyed`` finds what a scan of :meth:`MemoryGraph.nodes` does, in that order."""
+    assert [n.id for n in g.nodes_keyed(key, wanted)] == [n.id for n in g.nodes() if key(n) in wanted], (
+        context
+    )
+
+
 def _name(node: Node) -> str:
     return node.label if node.kind == NodeKind.ENTITY else node.id
 
@@ -120,9 +127,6 @@ def test_nodes_keyed_answers_as_a_scan_of_the_graph_through_every_kind_of_change
     rnd = random.Random(seed)
     names = ["Acme", "Bea", "Cal", "n1", "n2"]
     g = MemoryGraph("u1")
-
-    def scanned(values: list[str]) -> list[str]:
-        return [n.id for n in g.nodes() if _name(n) in values]
 
     for step in range(400):
         ids = [n.id for n in g.nodes()]
@@ -147,7 +151,7 @@ def test_nodes_keyed_answers_as_a_scan_of_the_graph_through_every_kind_of_change
             g.take_changes()
         if rnd.random() < 0.3:  # several changes between lookups, a write's taking the journal among them
             wanted = rnd.sample(names, rnd.randint(1, 3))
-            assert [n.id for n in g.nodes_keyed(_name, wanted)] == scanned(wanted), (step, op)
+            _assert_keyed_as_scanned(g, _name, wanted, (step, op))
 
 
 def _origin(node: Node) -> str | None:
@@ -164,9 +168,6 @@ def test_nodes_keyed_by_a_key_most_nodes_lack_answers_as_a_scan_and_files_none_o
     rnd = random.Random(seed)
     origins = ["s0", "s1", "s2"]
     g = MemoryGraph("u1")
-
-    def scanned(values: list[str]) -> list[str]:
-        return [n.id for n in g.nodes() if _origin(n) in values]
 
     for step in range(300):
         ids = [n.id for n in g.nodes()]
@@ -189,7 +190,7 @@ def test_nodes_keyed_by_a_key_most_nodes_lack_answers_as_a_scan_and_files_none_o
             g.take_changes()
         if rnd.random() < 0.3:
             wanted = rnd.sample(origins, rnd.randint(1, 2))
-            assert [n.id for n in g.nodes_keyed(_origin, wanted)] == scanned(wanted), (step, op)
+            _assert_keyed_as_scanned(g, _origin, wanted, (step, op))
             assert g.nodes_keyed(_origin, [None]) == []
 
 
