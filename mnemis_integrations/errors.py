@@ -12,6 +12,7 @@ __all__ = [
     "DuplicateMessageError",
     "EmbedderMismatchError",
     "InvalidMessageError",
+    "InvalidNameError",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "MessageFileError",
@@ -51,6 +52,19 @@ class DuplicateMessageError(InvalidMessageError):
             message_id=message_id,
             index=index,
         )
+
+
+class InvalidNameError(MnemisError, ValueError):
+    """A node id or an edge's label holds a character no store can key it by (a NUL, a lone surrogate).
+
+    ``field`` names what holds it (``"node id"``, ``"relation label"``, ...), ``value`` is the name as given.
+    """
+
+    def __init__(self, field: str, value: str, reason: str):
+        super().__init__(f"{field} {value!r} {reason}")
+        self.field = field
+        self.value = value
+        self.reason = reason
 
 
 class InvalidQueryError(MnemisError, ValueError):

@@ -9,7 +9,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from ..errors import (
     DuplicateMessageError,
     EmbedderMismatchError,
     InvalidMessageError,
+    InvalidNameError,
     InvalidQueryError,
     MissingDependencyError,
     NamespaceNotFoundError,
@@ -37,13 +38,14 @@ from .messages import (
     coerce_messages,
     encodable,
     message_batch,
+    name_characters_problem,
     parse_moment,
     same_content,
     validate_namespace,
 )
-from .model import Message, Node, NodeKind, Status
+from .model import EdgeKind, Message, Node, NodeKind, Status
 from .passages import windows
-from .protocols import Builder, MemoryBound
+from .protocols import Builder, CallScoped, MemoryBound
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.excerpt import excerpt
@@ -405,6 +407,7 @@ class MnemisMemory:
             dict(new_passages or {}),
             list(removed_messages),
         )
+        refuse_unstorable_names(delta.graph)
         if not delta:
             if not st.version:  # a copy made for a namespace the store lacks, left as empty as it came
                 self._drop(namespace)
@@ -592,8 +595,10 @@ class MnemisMemory:
             times.update(build_s=t3 - t2, persist_s=time.perf_counter() - t3)
             return fresh, skipped, rep
 
+        # a builder that reports per call (an LLM builder's model usage) counts every try of this one
+        one_call = self.builder.ingest_call() if isinstance(self.builder, CallScoped) else nullcontext()
         try:
-            with self._lock(namespace):
+            with self._lock(namespace), one_call:
                 fresh, skipped, rep = self._retrying(namespace, attempt)
         finally:
             if bar is not None:
@@ -641,6 +646,8 @@ class MnemisMemory:
         Raises:
             ConcurrentWriteError: another writer changed the namespace meanwhile; nothing was
                 written (run the block again, or use :meth:`apply`, which retries by itself).
+            InvalidNameError: a node made or an edge added holds a NUL or a lone surrogate in its
+                id or label, which not every store can keep; nothing was written.
         """
         namespace = self._ns(namespace)
         with self._lock(namespace):
@@ -658,6 +665,9 @@ class MnemisMemory:
 
         When another writer moved the namespace meanwhile, the change is run again on the fresh
         copy (so ``change`` must only read and change the graph it is given). Returns its result.
+
+        Raises:
+            InvalidNameError: as for :meth:`edit`; nothing was written.
         """
         namespace = self._ns(namespace)
         return self._apply(namespace, lambda st: change(st.graph), create=True)
@@ -688,6 +698,7 @@ class MnemisMemory:
 
         Raises:
             ConcurrentWriteError: other writers beat every retry; nothing was written.
+            InvalidNameError: as for :meth:`edit`; nothing was written.
         """
         namespace = self._ns(namespace)
 
@@ -1262,6 +1273,25 @@ class MnemisMemory:
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:
         relabel_parents(st, set(node_ids))
+
+
+def refuse_unstorable_names(changes: GraphChanges) -> None:
+    """:class:`InvalidNameError` for a node made or an edge added in ``changes`` whose id or label no
+    store can key it by, so that a hand edit gets one outcome on every backend. Only what the write
+    changes is read. A node already held is let through: a store written before this check may hold
+    such an id, and a later write that updates that node (new sources, a forget) must not fail."""
+    for node in changes.nodes:
+        if node.id in changes.earlier and changes.earlier[node.id] is None:
+            _refuse_name("node id", node.id)
+    for edge in changes.edges:
+        _refuse_name("relation label" if edge.kind == EdgeKind.RELATION else "edge label", edge.label)
+
+
+def _refuse_name(field: str, name: str) -> None:
+    # a name of another type is not this check's to judge: it reaches the store as it did before
+    problem = name_characters_problem(name) if isinstance(name, str) else None
+    if problem:
+        raise InvalidNameError(field, name, problem)
 
 
 def _finite_query(qvec: np.ndarray, what: str) -> np.ndarray:

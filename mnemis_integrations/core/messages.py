@@ -129,6 +129,21 @@ def id_characters_problem(mid: str) -> str | None:
     return None
 
 
+def name_characters_problem(name: str) -> str | None:
+    """Why a node id or an edge's label cannot key a node or edge in every store, or None: the
+    in-memory and SQLite stores would keep a NUL where FalkorDB cuts its query at it, and a lone
+    surrogate is stored in memory but cannot be encoded for either persistent store.
+
+    >>> name_characters_problem("Ac" + chr(0) + "me"), name_characters_problem("Acme")
+    ('holds a NUL character', None)
+    """
+    if "\x00" in name:
+        return "holds a NUL character"
+    if not encodable(name):
+        return "is not valid Unicode (lone surrogate)"
+    return None
+
+
 # Metadata travels as JSON and as FalkorDB properties: integers must fit a signed 64-bit one.
 _INT_RANGE = (-(2**63), 2**63 - 1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .model import Message
     from .state import NamespaceState
 
-__all__ = ["Builder", "ChatModel", "Embedder", "MemoryBound", "Tokenizer"]
+__all__ = ["Builder", "CallScoped", "ChatModel", "Embedder", "MemoryBound", "Tokenizer"]
 
 
 @runtime_checkable
@@ -79,3 +80,17 @@ class MemoryBound(Protocol):
     def bind_memory(
         self, embedder_id: str, profile: EmbedderProfile, build: BuildConfig, review: ReviewHook
     ) -> None: ...
+
+
+@runtime_checkable
+class CallScoped(Protocol):
+    """A :class:`Builder` that reports on one ``add_messages`` call as a whole, though the call may
+    build more than once: when another writer moved the namespace first, the call's write is
+    refused and the build redone on fresh state. :class:`~.builder.llm_builder.LLMBuilder` counts
+    the model calls of every try, each paid for, in ``last_usage``.
+
+    :class:`~mnemis_integrations.MnemisMemory` runs all the tries of one call, and no other call's,
+    inside ``ingest_call()``, in the calling thread; an ``ingest`` outside it is a call of its own.
+    """
+
+    def ingest_call(self) -> AbstractContextManager[None]: ...

@@ -31,7 +31,7 @@ from ..core.messages import iso_moment, parse_timestamp
 from ..core.model import Edge, EdgeKind, Node, NodeKind, Status
 from ..core.retrieval.render import memory_block, memory_line
 from ..core.retrieval.results import MemoryHit
-from ..errors import InvalidMessageError, InvalidQueryError
+from ..errors import InvalidMessageError, InvalidNameError, InvalidQueryError
 
 __all__ = [
     "DEFAULT_ENTITY_LABEL",
@@ -317,16 +317,17 @@ def llama_id(node: Node) -> str:
 
 def refuse_nul(what: str, value: str) -> None:
     """A name, id or label becomes a node's or edge's key in every store; a NUL in it is stored by
-    some and refused by others (FalkorDB cuts a query at it), so none takes it.
+    some and refused by others (FalkorDB cuts a query at it), so none takes it. Refused here, before
+    any is resolved, the error names the LlamaIndex field; it is the error a hand edit gets.
 
     Examples:
         >>> refuse_nul("entity name", "Ac" + chr(0) + "me")
         Traceback (most recent call last):
         ...
-        ValueError: entity name 'Ac\\x00me' holds a NUL character
+        mnemis_integrations.errors.InvalidNameError: entity name 'Ac\\x00me' holds a NUL character
     """
     if chr(0) in value:
-        raise ValueError(f"{what} {value!r} holds a NUL character")
+        raise InvalidNameError(what, value, "holds a NUL character")
 
 
 def entity_node_id(name: str) -> str:

@@ -25,7 +25,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
 
 from mnemis_integrations import EdgeKind, NodeKind, Status
-from mnemis_integrations.errors import InvalidQueryError
+from mnemis_integrations.errors import InvalidNameError, InvalidQueryError
 from mnemis_integrations.llama_index import (
     MnemisPGRetriever,
     MnemisPropertyGraphIndex,
@@ -167,6 +167,19 @@ def test_field_properties_write_node_fields_and_bad_status_is_refused(pg_store, 
     with pytest.raises(ValueError, match="active, superseded, archived"):
         pg_store.upsert_nodes([EntityNode(name="Plan C", properties={"status": "pending"})])
     assert pg_store.get(ids=["Plan C"]) == []
+
+
+@pytest.mark.parametrize("bad", ["Ac\x00me", "Ac\ud800me"], ids=["nul", "lone-surrogate"])
+def test_a_name_no_store_can_key_gets_the_error_a_hand_edit_gets(pg_store, mem, bad):
+    """Before: a NUL was refused with a bare ValueError and a lone surrogate stored (in memory; a
+    bare UnicodeEncodeError on SQLite). Both are now InvalidNameError, as in ``edit()``, and
+    nothing is written."""
+    version = mem._store.version("pg")
+    with pytest.raises(InvalidNameError):
+        pg_store.upsert_nodes([EntityNode(name="Bob"), EntityNode(name=bad)])
+    with pytest.raises(InvalidNameError, match="relation label"):
+        pg_store.upsert_relations([Relation(label=f"works{bad}for", source_id="Bob", target_id="Acme")])
+    assert pg_store.get() == [] and mem._store.version("pg") == version
 
 
 def test_relation_to_an_unknown_id_creates_the_entity(pg_store):

@@ -220,17 +220,12 @@ def test_two_writers_naming_different_embedders_on_a_new_store_cannot_both_write
 
 
 @pytest.mark.parametrize("bad", ["nul node id", "nul relation label", "lone surrogate node id"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: edit() and apply() hand the store node ids and labels the ingest paths refuse; "
-    "each backend answers in its own way",
-)
 def test_a_hand_edit_holding_an_unstorable_name_gets_the_same_outcome_on_every_backend(url, tmp_path, bad):
-    """The same ``edit()`` is stored by the in-memory and SQLite stores and refused by FalkorDB
-    (which cuts a query at a NUL: "Invalid input at end of input"); a lone surrogate is stored in
-    memory and a bare UnicodeEncodeError on both persistent stores. The LlamaIndex graph store and
-    ``add_messages`` refuse such names before any backend sees them; a hand edit reaches the
-    stores unchecked. Every backend must give one outcome: stored, or one typed error."""
+    """Before: the same ``edit()`` was stored by the in-memory and SQLite stores and refused by
+    FalkorDB (which cuts a query at a NUL: "Invalid input at end of input"); a lone surrogate was
+    stored in memory and a bare UnicodeEncodeError on both persistent stores. The one write path
+    now refuses such a name before any backend sees it: every backend gives one outcome, one typed
+    error."""
     outcomes = {}
     for name, kw in (("memory", {}), ("sqlite", {"path": tmp_path / "m.db"}), ("falkordb", {"backend": url})):
         with MnemisMemory(embedder=HashingEmbedder(), **kw) as mem:

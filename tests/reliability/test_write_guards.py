@@ -197,3 +197,111 @@ def test_a_write_landing_after_the_version_read_aborts_the_removal(db):
         assert [m.id for m in fresh.messages(NS)] == ["q0"], "an acknowledged message was lost"
     a.close()
     b.close()
+
+
+# Names no store can key a node or edge by: SQLite and the in-memory store kept a NUL (FalkorDB cuts
+# its query at one), and a lone surrogate was stored in memory but a bare UnicodeEncodeError on SQLite.
+UNSTORABLE = [
+    pytest.param("node id", "Ac\x00me", id="nul-node-id"),
+    pytest.param("node id", "Ac\ud800me", id="lone-surrogate-node-id"),
+    pytest.param("relation label", "works\x00for", id="nul-relation-label"),
+    pytest.param("relation label", "works\ud800for", id="lone-surrogate-relation-label"),
+]
+
+
+def _add_named(g, field: str, name: str) -> None:
+    from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
+
+    if field == "node id":
+        g.add_node(Node(name, NodeKind.ENTITY, "Acme", NS))
+        return
+    g.add_node(Node("bob", NodeKind.ENTITY, "Bob", NS))
+    g.add_node(Node("acme", NodeKind.ENTITY, "Acme", NS))
+    g.add_edge(Edge("bob", "acme", EdgeKind.RELATION, label=name))
+
+
+def _by_edit(mem: MnemisMemory, change) -> None:
+    with mem.edit(NS) as g:
+        change(g)
+
+
+@pytest.mark.parametrize("write", ["edit", "apply", "apply_journaled"])
+@pytest.mark.parametrize(("field", "name"), UNSTORABLE)
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_a_hand_write_of_an_unstorable_name_gets_invalid_name_error_and_writes_nothing(
+    tmp_path, backend, field, name, write
+):
+    """Before: ``edit()``, ``apply()`` and ``apply_journaled()`` handed such a name to the store,
+    which kept it or raised a bare UnicodeEncodeError. Now every hand write is refused with
+    InvalidNameError naming the field, and the store is as it was."""
+    from mnemis_integrations import InvalidNameError
+
+    path = None if backend == "memory" else tmp_path / "m.db"
+    mem = MnemisMemory(path, embedder=HashingEmbedder())
+    mem.add_messages(_msgs(["p0", "p1"]), namespace=NS)
+    version, before = mem._store.version(NS), mem.graph(NS).to_data()
+    hand_write = {
+        "edit": _by_edit,
+        "apply": lambda m, c: m.apply(c, NS),
+        "apply_journaled": lambda m, c: m.apply_journaled(c, NS),
+    }[write]
+    with pytest.raises(InvalidNameError, match=f"^{field} ") as err:
+        hand_write(mem, lambda g: _add_named(g, field, name))
+    assert (err.value.field, err.value.value) == (field, name)
+    assert mem._store.version(NS) == version, "the version moved for a refused write"
+    assert mem.graph(NS).to_data() == before, "part of the refused write was kept"
+    if path is not None:
+        with MnemisMemory(path, embedder=HashingEmbedder()) as fresh:
+            assert fresh.graph(NS).to_data() == before
+    mem.close()
+
+
+def test_the_name_check_reads_only_the_names_a_write_makes(monkeypatch):
+    """The check costs what the write changes: one node and one edge added by hand to a namespace
+    of many nodes are the only names read."""
+    from mnemis_integrations.core import engine
+    from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
+
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(
+        [
+            {"id": f"p{i}", "speaker": "Alice", "text": f"Call Vendor{i} about the Project{i} invoice"}
+            for i in range(30)
+        ],
+        namespace=NS,
+    )
+    held = mem.graph(NS)
+    assert len(held) > 60
+    some = held.nodes(NodeKind.ENTITY)[0].id
+    read = []
+
+    def counted(name):
+        read.append(name)
+        return real(name)
+
+    real = engine.name_characters_problem
+    monkeypatch.setattr(engine, "name_characters_problem", counted)
+    with mem.edit(NS) as g:
+        g.add_node(Node("hand-made", NodeKind.ENTITY, "Hand made", NS))
+        g.add_edge(Edge("hand-made", some, EdgeKind.RELATION, label="knows"))
+        g.get(some).summary = "changed in place"
+    assert read == ["hand-made", "knows"]
+
+
+def test_a_node_stored_before_the_name_check_can_still_be_written_again(tmp_path):
+    """A store written before names were checked may hold a node whose id has a NUL: writes that
+    update that node (a hand edit here; new sources or a forget alike) are not refused for it."""
+    from mnemis_integrations.core.graph import GraphChanges
+    from mnemis_integrations.core.model import Node, NodeKind
+    from mnemis_integrations.core.storage.base import Delta
+
+    path = tmp_path / "m.db"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        mem.add_messages(_msgs(["p0"]), namespace=NS)
+        old = Node("Ac\x00me", NodeKind.ENTITY, "Acme", NS)
+        mem._store.write(NS, Delta(GraphChanges(nodes=[old])), mem._store.version(NS))
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        with mem.edit(NS) as g:
+            g.get("Ac\x00me").summary = "still writable"
+    with MnemisMemory(path, embedder=HashingEmbedder()) as mem:
+        assert mem.graph(NS).get("Ac\x00me").summary == "still writable"

@@ -29,6 +29,9 @@ Example:
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import numpy as np
@@ -132,6 +135,11 @@ class LLMBuilder:
         schema_request: ask the provider for output constrained to each step's JSON schema
             (see :func:`mnemis_integrations.core.llm.openai_json_schema`); LangChain and
             LlamaIndex models only. Answers are validated either way.
+
+    Attributes:
+        last_usage: the model usage (calls, retries, fallbacks, tokens, cost) of the last
+            ``add_messages`` call, over every try of it (:meth:`ingest_call`); of the last
+            :meth:`ingest` when it is called outside one.
     """
 
     def __init__(
@@ -159,7 +167,9 @@ class LLMBuilder:
         self._bound = False
         self.chat = as_chat_model(model, schema_request)
         self.llm = config or LLMBuildConfig()
-        self.last_usage = Usage()
+        self.last_usage = self._new_usage()
+        # per thread: the memory runs all the tries of one add_messages call in the caller's thread
+        self._call = threading.local()
 
     def bind_memory(
         self, embedder_id: str, profile: EmbedderProfile, build: BuildConfig, review: ReviewHook
@@ -220,12 +230,34 @@ class LLMBuilder:
             updates=LLMUpdateJudge(calls, offline.updates) if llm.updates == "llm" else offline.updates,
         )
 
+    def _new_usage(self) -> Usage:
+        return Usage(self.llm.prompt_cost_per_1k, self.llm.completion_cost_per_1k)
+
+    @contextmanager
+    def ingest_call(self) -> Iterator[None]:
+        """Count every :meth:`ingest` inside as one ``add_messages`` call in :attr:`last_usage`
+        (:class:`~mnemis_integrations.core.protocols.CallScoped`): a try whose write another writer
+        beat called the model too, and was paid for. A call that builds nothing (its messages all
+        stored already) shows no usage, not the previous call's."""
+        outer = getattr(self._call, "usage", None)
+        self._call.usage = self.last_usage = self._new_usage()
+        try:
+            yield
+        finally:
+            self._call.usage = outer
+
     def ingest(self, st: NamespaceState, new: list[Message], vectors: np.ndarray) -> LLMBuildReport:
-        usage = Usage(self.llm.prompt_cost_per_1k, self.llm.completion_cost_per_1k)
+        """Build ``new`` into ``st``. The report's ``usage`` is this build's model usage alone."""
+        usage = self._new_usage()
         rep = LLMBuildReport()
         run_steps(self.steps_for(ModelCalls(self.chat, self.llm, usage)), self.cfg, st, new, vectors, rep)
         rep.usage = usage.to_dict()
-        self.last_usage = usage
+        call = getattr(self._call, "usage", None)
+        if call is None:
+            self.last_usage = usage
+        else:
+            call.absorb(usage)
+            self.last_usage = call
         _warn_on_fallbacks(usage, st.namespace)
         return rep
 

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 
+_ERRORS_KEPT = 5
+
 
 class JSONRepairError(ValueError):
     """No JSON object could be read out of a reply, even after repair."""
@@ -230,7 +232,18 @@ class Usage:
         with self._lock:
             errs = self.steps.setdefault(name, StepStats()).errors
             errs.append(message[:300])
-            del errs[:-5]
+            del errs[:-_ERRORS_KEPT]
+
+    def absorb(self, other: Usage) -> None:
+        """Add ``other``'s counts to these (``other`` finished: no call adds to it any more)."""
+        with self._lock:
+            for name, theirs in other.steps.items():
+                ours = self.steps.setdefault(name, StepStats())
+                for k, v in theirs.__dict__.items():
+                    if isinstance(v, int):
+                        setattr(ours, k, getattr(ours, k) + v)
+                ours.errors.extend(theirs.errors)
+                del ours.errors[:-_ERRORS_KEPT]
 
     @property
     def prompt_tokens(self) -> int:
