@@ -308,7 +308,8 @@ def detach(st: NamespaceState, child: Node, rep: BuildReport) -> bool:
             idx.child_removed(up)
     if node is not None:  # the nearest parent left with other children: its vector loses the child's
         kept = [node.id] + [a.id for a in g.ancestors(node.id)]
-        st.refresh_vectors(kept)
+        for nid in kept:  # one level at a time: a concept's mean reads its subtopic's new vector
+            st.refresh_vectors([nid])
         rep.touched.update(kept)
     return True
 
