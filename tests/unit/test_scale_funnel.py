@@ -13,11 +13,10 @@ from bench_modules import bench_module
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.graph import MemoryGraph
-from mnemis_integrations.core.indexes.entities import EntityIndex
 from mnemis_integrations.core.indexes.vector import VectorIndex
 from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
 from mnemis_integrations.core.retrieval import cache as rcache
-from mnemis_integrations.core.retrieval.relation import bfs_layers, find_entities_large
+from mnemis_integrations.core.retrieval.relation import bfs_layers
 from mnemis_integrations.core.state import NamespaceState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,22 +47,6 @@ def test_bfs_layers_match_networkx_on_the_filtered_view():
         ref = [sorted(layer) for layer in nx.bfs_layers(view, [src])][:4]
         got = [sorted(layer) for layer in bfs_layers(g.g, src, wanted, 3)]
         assert got == ref
-
-
-def test_large_entity_lookup_gives_find_in_answers():
-    rng = random.Random(5)
-    letters = "abcdefghiklmnoprstuvy"
-    names = {"".join(rng.choice(letters) for _ in range(rng.randint(4, 9))) for _ in range(400)}
-    names |= {"plan b", "acme corp", "张伟"}
-    st = NamespaceState.empty("u", 8)
-    for i, n in enumerate(sorted(names)):
-        st.entities.add(n, f"e{i}")
-    ref_idx: EntityIndex = st.entities
-    queries = ["did acme corp confirm plan b", "张伟说了吗", "what about " + " ".join(sorted(names)[:3])]
-    for n in sorted(names)[:40]:  # typos: drop, swap and add a letter
-        queries += [f"news on {n[:-1]}", f"tell me {n[1]}{n[0]}{n[2:]} now", f"about {n}s"]
-    for q in queries:
-        assert find_entities_large(st, q, 0.88) == ref_idx.find_in(q, 0.88), q
 
 
 def test_vector_index_ann_sidecar_rescored_exactly_and_follows_writes():

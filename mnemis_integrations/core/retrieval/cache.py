@@ -4,7 +4,7 @@
   one topic, so the same paths are asked for again and again. Keyed by the namespace's write version.
 - :func:`memo`: one value per namespace state, recomputed after any write (the version and the
   node count are both checked), for per-query work that only depends on the graph: the visible
-  node set, entity document frequencies, fuzzy-match tables. Used above ``FUNNEL_MIN_NODES``.
+  node set, entity document frequencies. Used above ``FUNNEL_MIN_NODES``.
 """
 
 from __future__ import annotations

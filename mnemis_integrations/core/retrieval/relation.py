@@ -3,19 +3,17 @@ bounded traversal over high-value edge kinds, scored by hit count and distance d
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import networkx as nx
-import numpy as np
 
 from ...errors import ConfigError
 from ..config import RelationConfig
 from ..model import EdgeKind, NodeKind
 from ..state import NamespaceState
-from ..text import content_words, has_cjk, query_terms
+from ..text import content_words
 from .cache import fragment_count, is_large, memo
 
 __all__ = [
@@ -116,47 +114,6 @@ def bfs_layers(
         depth += 1
 
 
-def _fuzzy_table(st: NamespaceState):
-    """Single-word entity keys eligible for fuzzy matching, with per-key character counts."""
-    singles = [k for k in st.entities.keys() if " " not in k and len(k) >= 4 and not has_cjk(k)]
-    alphabet = {c: i for i, c in enumerate(sorted({c for k in singles for c in k}))}
-    counts = np.zeros((len(singles), max(1, len(alphabet))), np.int32)
-    for r, k in enumerate(singles):
-        for c in k:
-            counts[r, alphabet[c]] += 1
-    lengths = np.fromiter((len(k) for k in singles), np.float64, count=len(singles))
-    return singles, alphabet, counts, lengths
-
-
-def find_entities_large(st: NamespaceState, query: str, fuzzy_min_ratio: float) -> dict[str, float]:
-    """``EntityIndex.find_in`` with the same answer, for namespaces with many entities.
-
-    difflib's ``get_close_matches`` only accepts a key whose ``quick_ratio`` (multiset character
-    overlap) reaches the cutoff; that bound is computed here for every key at once in numpy,
-    and difflib then runs on the few keys that pass.
-    """
-    idx = st.entities
-    if fuzzy_min_ratio >= 1.0 or not len(idx):
-        return idx.find_in(query, fuzzy_min_ratio)
-    found = idx.find_in(query, 1.0)  # exact n-grams and CJK substrings
-    singles, alphabet, counts, lengths = memo(st, "entity_fuzzy", None, lambda: _fuzzy_table(st))
-    words = query_terms(query)
-    for w in words:
-        if len(w) < 4 or idx.get(w) is not None or not singles:
-            continue
-        wc = np.zeros(counts.shape[1], np.int32)
-        for c in w:
-            if c in alphabet:
-                wc[alphabet[c]] += 1
-        bound = 2.0 * np.minimum(counts, wc).sum(axis=1) / (lengths + len(w))
-        pool = [singles[i] for i in np.nonzero(bound >= fuzzy_min_ratio)[0]]
-        for k in difflib.get_close_matches(w, pool, n=1, cutoff=fuzzy_min_ratio):
-            nid = idx.get(k)
-            ratio = round(difflib.SequenceMatcher(None, w, k).ratio(), 3)
-            found[nid] = max(found.get(nid, 0.0), ratio)
-    return found
-
-
 def specific_entities(st: NamespaceState, fid: str, max_fragments: int) -> list[str]:
     """The entities fragment ``fid`` mentions that at most ``max_fragments`` fragments mention:
     "Highland", not a speaker."""
@@ -189,10 +146,7 @@ def bridged(
 
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:
     large = is_large(st)
-    if large:
-        found = find_entities_large(st, query, cfg.fuzzy_min_ratio)
-    else:
-        found = st.entities.find_in(query, cfg.fuzzy_min_ratio)
+    found = st.entities.find_in(query, cfg.fuzzy_min_ratio)  # reads only the names the query can match
     if not found:
         return RelationResult({}, {}, {}, 0)
     counts = (
