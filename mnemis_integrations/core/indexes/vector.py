@@ -45,6 +45,9 @@ class VectorIndex:
         self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self._ids: dict[str, int] = {}
         self._keys: dict[int, str] = {}
+        # faiss id -> key (None: removed) as an array, so the keys of a search's ids are read in one
+        # step: a search of every key reads them all
+        self._key_of = np.empty(0, dtype=object)
         self._next = 0
         self._ann: IVFIndex | None = None  # coarse sidecar, built on first top() call at ANN_MIN_VECTORS
         self._pos: np.ndarray | None = None  # faiss id -> row of the flat storage; rebuilt after a removal
@@ -96,6 +99,11 @@ class VectorIndex:
         for k, i in zip(keys, ids, strict=True):
             self._ids[k] = int(i)
             self._keys[int(i)] = k
+        if len(self._key_of) < self._next:  # room doubles, so growing it costs O(1) per key
+            key_of = np.empty(max(self._next, 2 * len(self._key_of)), dtype=object)
+            key_of[: len(self._key_of)] = self._key_of
+            self._key_of = key_of
+        self._key_of[ids] = np.fromiter(keys, dtype=object, count=len(keys))
         rows = int(self._index.ntotal)
         self._index.add_with_ids(vectors, ids)
         if self._pos is not None:  # new rows go at the end: extend the id -> row table, no rebuild
@@ -128,6 +136,7 @@ class VectorIndex:
             self._ids.pop(k, None)
         for i in ids:
             self._keys.pop(i, None)
+        self._key_of[ids] = None
         self._dead.update(ids)
         self._skip = None
         if self._ann is not None:
@@ -244,7 +253,7 @@ class VectorIndex:
         if len(found) > n:
             cut = n + int(np.count_nonzero(found[n:] == found[n - 1]))
             found, ids = found[:cut], ids[:cut]
-        keys = [self._keys[i] for i in ids.tolist()]
+        keys = self._key_of[ids].tolist()
         if len(found) > 1 and (found[1:] == found[:-1]).any():
             # faiss's answer is already best first: only each run of equal scores needs its keys sorted
             starts = np.flatnonzero(np.r_[True, found[1:] != found[:-1], True])

@@ -4,7 +4,7 @@
   one topic, so the same paths are asked for again and again. Keyed by the namespace's write version.
 - :func:`memo`: one value per namespace state, recomputed after any write (the version and the
   node count are both checked), for per-query work that only depends on the graph: the visible
-  node set, entity document frequencies. Used above ``FUNNEL_MIN_NODES``.
+  node set and the semantic path's layout of it, entity document frequencies, the fragments.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TypeVar
 
 from ..state import NamespaceState
 
-__all__ = ["FUNNEL_MIN_NODES", "PathCache", "is_large", "memo"]
+__all__ = ["FUNNEL_MIN_NODES", "PathCache", "fragment_count", "fragment_ids", "is_large", "memo"]
 
 T = TypeVar("T")
 
-# At or above this many graph nodes, search runs the two-stage funnel (SPEC §6) and memoises
-# graph-wide tables per write version; below it, every query computes everything exactly as before.
+# At or above this many graph nodes, search runs the two-stage funnel (SPEC §6); below it, every
+# query scores every visible node exactly.
 FUNNEL_MIN_NODES = 5_000
 
 
@@ -40,14 +40,17 @@ def memo(st: NamespaceState, name: str, key: Hashable, compute: Callable[[], T])
     return value
 
 
-def fragment_count(st: NamespaceState) -> int:
-    """Number of fragments (at least 1), memoised per write version on large graphs."""
+def fragment_ids(st: NamespaceState) -> frozenset[str]:
+    """The ids of the fragments, memoised per write version: a search tells the fragments among
+    thousands of scored nodes without reading each node."""
     from ..model import NodeKind
 
-    def count() -> int:
-        return max(1, len(st.graph.nodes(NodeKind.FRAGMENT)))
+    return memo(st, "fragment_ids", None, lambda: frozenset(n.id for n in st.graph.nodes(NodeKind.FRAGMENT)))
 
-    return memo(st, "n_fragments", None, count) if is_large(st) else count()
+
+def fragment_count(st: NamespaceState) -> int:
+    """Number of fragments (at least 1), memoised per write version."""
+    return max(1, len(fragment_ids(st)))
 
 
 class PathCache:

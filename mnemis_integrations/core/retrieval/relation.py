@@ -95,6 +95,8 @@ def bfs_layers(
     [['a'], ['b'], ['c']]
     """
     wanted = {k.value if isinstance(k, EdgeKind) else str(k) for k in kinds}
+    # A key with no ":" is its own kind: found among these, an edge needs no splitting of its keys.
+    plain = {k for k in wanted if ":" not in k}
     succ, pred = g._succ, g._pred  # adjacency dicts: node -> neighbour -> {edge key: data}
     seen = {source}
     layer = [source]
@@ -107,7 +109,9 @@ def bfs_layers(
         for u in layer:
             for adj in (succ[u], pred[u]):
                 for v, keyed in adj.items():
-                    if v not in seen and any(key.split(":", 1)[0] in wanted for key in keyed):
+                    if v not in seen and (
+                        not plain.isdisjoint(keyed) or any(key.split(":", 1)[0] in wanted for key in keyed)
+                    ):
                         seen.add(v)
                         nxt.append(v)
         layer = nxt
@@ -145,13 +149,10 @@ def bridged(
 
 
 def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: set[str]) -> RelationResult:
-    large = is_large(st)
     found = st.entities.find_in(query, cfg.fuzzy_min_ratio)  # reads only the names the query can match
     if not found:
         return RelationResult({}, {}, {}, 0)
-    counts = (
-        memo(st, "entity_counts", None, st.entity_fragment_counts) if large else st.entity_fragment_counts()
-    )
+    counts = memo(st, "entity_counts", None, st.entity_fragment_counts)
     n_frag = fragment_count(st)
     seeds: dict[str, float] = {}
     for eid, quality in found.items():
@@ -173,10 +174,11 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
                 break
             if d == 0:
                 continue
+            share = w * f(d)  # the same for the whole layer
             for nid in layer:
-                if nid not in allowed or st.graph.get(nid).kind not in hierarchy:
+                if nid not in allowed or st.node(nid).kind not in hierarchy:
                     continue
-                scores[nid] = scores.get(nid, 0.0) + w * f(d) * fade(nid)
+                scores[nid] = scores.get(nid, 0.0) + share * fade(nid)
                 dist[nid] = min(dist.get(nid, d), d)
     if cfg.scale == "absolute":
         top = f(1) * len(seeds)
@@ -187,7 +189,10 @@ def relation_path(st: NamespaceState, query: str, cfg: RelationConfig, allowed: 
 def node_words(st: NamespaceState, nid: str) -> frozenset[str]:
     """A node's content words: a fragment's messages, or a parent's label and summary; tokenised
     once per write version (the grading here and search's newer-first ordering both read them)."""
-    table: dict[str, frozenset[str]] = memo(st, "node_words", None, dict)
+    return _node_words(st, memo(st, "node_words", None, dict), nid)
+
+
+def _node_words(st: NamespaceState, table: dict[str, frozenset[str]], nid: str) -> frozenset[str]:
     held = table.get(nid)
     if held is None:
         node = st.graph.get(nid)
@@ -205,4 +210,5 @@ def term_match(st: NamespaceState, query: str, ids: Iterable[str]) -> dict[str, 
     words = set(content_words(query))
     if not words:
         return dict.fromkeys(ids, 0.0)
-    return {nid: round(len(words & node_words(st, nid)) / len(words), 6) for nid in ids}
+    table = memo(st, "node_words", None, dict)  # looked up once for all the ids
+    return {nid: round(len(words & _node_words(st, table, nid)) / len(words), 6) for nid in ids}

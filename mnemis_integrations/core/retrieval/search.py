@@ -19,7 +19,7 @@ from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
 from ..temporal import is_overview, status_at, visible_successors
 from ..text import content_words
-from .cache import PathCache, fragment_count, is_large, memo
+from .cache import PathCache, fragment_count, fragment_ids, is_large, memo
 from .fusion import (
     alpha_for,
     break_ties,
@@ -228,12 +228,11 @@ def dual_path_search(
 def _visible_set(
     st: NamespaceState, as_of: datetime | None, include_archived: bool, filter: MetadataFilter | None
 ) -> tuple[set[str], dict[str, Status], Scope | None]:
-    if is_large(st):  # the visible set only changes with a write: computed once per version
-        allowed, status = memo(
-            st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived)
-        )
-    else:
-        allowed, status = _visible(st, as_of, include_archived)
+    # The visible set only changes with a write: computed once per version (the semantic path's
+    # layout of it too, which keeps its order).
+    allowed, status = memo(
+        st, "visible", (as_of, include_archived), lambda: _visible(st, as_of, include_archived)
+    )
     scope = scope_of(st, filter, as_of) if filter is not None else None
     if scope is not None:
         allowed = allowed & scope.nodes
@@ -299,8 +298,9 @@ def _fuse(q: _Query, rel: RelationResult, sem: SemanticResult) -> _Fused:
         rec = _recency(st, list(fused))
         w = cfg.fusion.recency_weight * _vagueness(st, q.text)
         fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
+    fragments = fragment_ids(st)
     for nid in fused:
-        if st.node(nid).kind != NodeKind.FRAGMENT:
+        if nid not in fragments:
             fused[nid] *= cfg.fusion.parent_weight
     return _Fused(fused, sem_n, rel_n, fallback)
 
@@ -311,8 +311,8 @@ def _lenders(st: NamespaceState, scores: dict[str, float], w: float, n: int) -> 
     or ``n`` turns the step off."""
     if w <= 0 or n <= 0:
         return [], 0.0
-    fragments = (i for i in scores if st.node(i).kind == NodeKind.FRAGMENT)
-    first = heapq.nsmallest(n, fragments, key=lambda i: (-scores[i], i))
+    fragments = fragment_ids(st)
+    first = heapq.nsmallest(n, (i for i in scores if i in fragments), key=lambda i: (-scores[i], i))
     return first, float(np.nextafter(scores[first[-1]], -np.inf)) if first else 0.0
 
 
@@ -410,20 +410,38 @@ def _continue(q: _Query, fused: _Fused, sem: SemanticResult) -> None:
 def _rank(q: _Query, fused: _Fused, sem: SemanticResult) -> tuple[list[str], list[str]]:
     """The first ``k`` node ids by fused score, and those topped up to reach ``min_results``."""
     st, fcfg, scores = q.st, q.config.fusion, fused.scores
-    ranked = sorted(scores, key=lambda i: (-scores[i], i))
-    sources = {
-        i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
-        for i in ranked
-    }
-    if fcfg.collapse_overlap:
-        ranked = collapse_overlaps(ranked, sources)
+    # Only the head of the order is read: the first k, or the first candidate_factor x k and what
+    # follows them up to k more when diversifying (the head is reordered, the rest fills up behind).
+    wanted = (fcfg.candidate_factor + 1) * q.k if fcfg.diversity > 0 else q.k
+    ranked = _ranked_head(st, scores, wanted, fcfg.collapse_overlap)
     if fcfg.diversity > 0:
         ranked = _diversify(q, ranked, scores)
     ranked = ranked[: q.k]
     # Supplementary recall: never fewer than min_results (k by default) when the memory holds that many.
     minimum = q.k if fcfg.min_results is None else min(fcfg.min_results, q.k)
-    backup = sorted((i for i in sem.raw if i in q.allowed), key=lambda i: (-sem.raw[i], i))
+    # top_up passes over at most the ranked hits before it has added its minimum
+    backup = heapq.nsmallest(
+        len(ranked) + minimum, (i for i in sem.raw if i in q.allowed), key=lambda i: (-sem.raw[i], i)
+    )
     return top_up(ranked, backup, minimum)
+
+
+def _ranked_head(st: NamespaceState, scores: dict[str, float], n: int, collapse: bool) -> list[str]:
+    """At least the first ``n`` ids (all when fewer) of the order by score, equal scores by id, with
+    the fragments whose messages better ones all show dropped when ``collapse``: a prefix of that
+    whole order, without sorting every scored node."""
+    take = 4 * n
+    while True:
+        head = heapq.nsmallest(take, scores, key=lambda i: (-scores[i], i))
+        if collapse:
+            sources = {
+                i: frozenset(st.node(i).source_ids) if st.node(i).kind == NodeKind.FRAGMENT else frozenset()
+                for i in head
+            }
+            head = collapse_overlaps(head, sources)
+        if len(head) >= n or take >= len(scores):
+            return head
+        take *= 4
 
 
 def _diversify(q: _Query, ranked: list[str], scores: dict[str, float]) -> list[str]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Collection, Hashable, Iterable
+from collections.abc import Collection, Hashable
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -113,7 +114,8 @@ def semantic_path(
         lex = {m: s for m, s in lex.items() if m in messages}
     lex_max = max(lex.values(), default=0.0)
     if is_large(st):
-        ids_iter, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, messages, visible_key)
+        ids, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, messages, visible_key)
+        layout = _layout(st, ids)
     else:
         node_sims = st.node_vectors.search(qvec)
         msg_sims = st.msg_vectors.search(qvec)
@@ -121,16 +123,82 @@ def semantic_path(
             msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
         if len(st.passage_vectors):
             _best_windows(msg_sims, st.passage_vectors.search(qvec))
-        ids_iter = allowed
+        layout = _visible_layout(st, allowed, visible_key)
     if cfg.speaker_boost > 0 and speakers and msg_sims:
         named = {n.lower() for n in speakers}
         bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
         msg_sims = {
             m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()
         }
-    result = _score(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg, threshold, allowed)
+    node_sim = np.fromiter(map(node_sims.__getitem__, layout.ids), np.float64, len(layout.ids))
+    result = _score(st, layout, node_sim, msg_sims, lex, lex_max, cfg, threshold, allowed)
     result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
     return result
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The nodes a scoring pass reads, in the order it scores them, with what it reads of each as
+    arrays (kind, parent, document, messages): the scoring is then a few array operations, not a
+    Python loop over the graph, and the exact path lays out a visible set once per write version."""
+
+    ids: list[str]
+    fragment: np.ndarray  # bool, per id
+    parent: np.ndarray  # a fragment's parent's place among ids; -1: none, or not among them
+    document: np.ndarray  # bool: a fragment holding a document (a message with windows, core.passages)
+    held: np.ndarray  # the places of the fragments holding messages
+    starts: np.ndarray  # where each of those fragments' messages begin in ``slots``
+    slots: np.ndarray  # each one's messages, as places in ``message_ids``, fragment after fragment
+    message_ids: list[str]
+    source: Collection[str] | None = None  # the visible set laid out (the exact path's, memoised)
+
+
+def _layout(st: NamespaceState, ids: list[str], source: Collection[str] | None = None) -> _Layout:
+    """``ids`` laid out for scoring, in their order."""
+    pos = {i: n for n, i in enumerate(ids)}
+    fragment = np.zeros(len(ids), dtype=bool)
+    parent = np.full(len(ids), -1, dtype=np.int64)
+    document = np.zeros(len(ids), dtype=bool)
+    has_windows = len(st.passage_vectors) > 0
+    slot: dict[str, int] = {}
+    held, starts, slots = [], [], []
+    for n, i in enumerate(ids):
+        node = st.node(i)
+        if node.kind != NodeKind.FRAGMENT:
+            continue
+        fragment[n] = True
+        p = st.parent_id(i)
+        if p is not None and p in pos:
+            parent[n] = pos[p]
+        if node.source_ids:
+            held.append(n)
+            starts.append(len(slots))
+            slots += [slot.setdefault(m, len(slot)) for m in node.source_ids]
+        if has_windows:
+            document[n] = any(passage_key(m, 0) in st.passage_vectors for m in node.source_ids)
+    return _Layout(
+        ids,
+        fragment,
+        parent,
+        document,
+        np.asarray(held, dtype=np.int64),
+        np.asarray(starts, dtype=np.int64),
+        np.asarray(slots, dtype=np.int64),
+        list(slot),
+        source,
+    )
+
+
+def _visible_layout(st: NamespaceState, allowed: set[str], visible_key: Hashable | None) -> _Layout:
+    """The exact path's layout of ``allowed`` (those with a vector, in the set's order), memoised
+    under ``visible_key`` and the very set it was made from: read in another set's order, equal
+    scores would break otherwise. The layout holds that set, so no other set can take its ``id``
+    while it is kept. A filter's scope (no key) is laid out anew."""
+
+    def lay_out() -> _Layout:
+        return _layout(st, [i for i in allowed if i in st.node_vectors], allowed)
+
+    return lay_out() if visible_key is None else memo(st, "layout", (visible_key, id(allowed)), lay_out)
 
 
 def _best_windows(msg_sims: dict[str, float], window_sims: dict[str, float]) -> None:
@@ -160,11 +228,12 @@ def _message_scores(
     if not msg_sims:
         return {}
     ids = list(msg_sims)
-    norm = _minmax(np.fromiter((msg_sims[i] for i in ids), np.float64, len(ids)))
-    return {
-        i: float((1 - lw) * n + (lw * lex.get(i, 0.0) / lex_max if lex_max else 0.0))
-        for i, n in zip(ids, norm, strict=True)
-    }
+    norm = _minmax(np.fromiter(msg_sims.values(), np.float64, len(ids)))
+    if lex_max:
+        lexical = lw * np.fromiter(map(lex.get, ids, repeat(0.0)), np.float64, len(ids)) / lex_max
+    else:
+        lexical = 0.0
+    return dict(zip(ids, ((1 - lw) * norm + lexical).tolist(), strict=True))
 
 
 def _sample(allowed: Collection[str], n: int) -> list[str]:
@@ -238,8 +307,8 @@ def _coarse(
 
 def _score(
     st: NamespaceState,
-    ids_iter: Iterable[str],
-    node_sims: dict[str, float],
+    layout: _Layout,
+    node_sim: np.ndarray,
     msg_sims: dict[str, float],
     lex: dict[str, float],
     lex_max: float,
@@ -249,58 +318,49 @@ def _score(
 ) -> SemanticResult:
     """The path's scores in stages: each node's dense and lexical evidence, mixed on one scale
     (``_mix``), kept above ``threshold`` or with a BM25 match, then expanded along the hierarchy."""
-    ids, dense, lexical = _evidence(st, ids_iter, node_sims, msg_sims, lex, lex_max, cfg.message_weight)
+    ids = layout.ids
     if not ids:
         return SemanticResult({}, {}, {})
-    dense_a = np.asarray(dense, np.float64)
-    lex_a = np.asarray(lexical, np.float64)
-    score = _mix(st, ids, dense_a, lex_a, cfg)
-    raw = {i: float(d) for i, d in zip(ids, dense_a, strict=True)}
-    keep = (dense_a >= threshold) | (lex_a > 0)
-    scores = {i: float(s) for i, s, k in zip(ids, score, keep, strict=True) if k}
+    dense_a, lex_a = _evidence(layout, node_sim, msg_sims, lex, lex_max, cfg.message_weight)
+    score = _mix(layout, dense_a, lex_a, cfg)
+    raw = dict(zip(ids, dense_a.tolist(), strict=True))
+    keep = np.flatnonzero((dense_a >= threshold) | (lex_a > 0))
+    scores = dict(zip([ids[n] for n in keep.tolist()], score[keep].tolist(), strict=True))
     expanded = _expand(st, scores, cfg, allowed) if cfg.expand and cfg.max_expansions > 0 and scores else {}
     return SemanticResult(scores, raw, expanded)
 
 
 def _evidence(
-    st: NamespaceState,
-    ids_iter: Iterable[str],
-    node_sims: dict[str, float],
+    layout: _Layout,
+    node_sim: np.ndarray,
     msg_sims: dict[str, float],
     lex: dict[str, float],
     lex_max: float,
     message_weight: float,
-) -> tuple[list[str], list[float], list[float]]:
-    """The scored node ids, each one's dense similarity and its BM25 share of ``lex_max``.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each laid-out node's dense similarity and its BM25 share of ``lex_max`` (``node_sim``: each
+    one's own cosine).
 
-    A fragment's dense similarity mixes its best message with its centroid; other nodes have only
-    their centroid, and no lexical evidence.
+    A fragment's dense similarity mixes its best message with its centroid (its centroid alone when
+    none of its messages was scored); other nodes have only their centroid, and no lexical evidence.
     """
-    ids, dense, lexical = [], [], []
-    for nid in ids_iter:
-        if nid not in node_sims:
-            continue
-        node = st.node(nid)
-        if node.kind == NodeKind.FRAGMENT:
-            best_msg = max((msg_sims.get(m, -1.0) for m in node.source_ids), default=-1.0)
-            if best_msg < -0.5:
-                best_msg = node_sims[nid]
-            d = message_weight * best_msg + (1 - message_weight) * node_sims[nid]
-            lx = max((lex.get(m, 0.0) for m in node.source_ids), default=0.0) / lex_max if lex_max else 0.0
-        else:
-            d = node_sims[nid]
-            lx = 0.0
-        ids.append(nid)
-        dense.append(d)
-        lexical.append(lx)
-    return ids, dense, lexical
+    best = np.full(len(layout.ids), -1.0)
+    lexical = np.zeros(len(layout.ids))
+    if len(layout.held):
+        n_msgs = len(layout.message_ids)
+        msg = np.fromiter(map(msg_sims.get, layout.message_ids, repeat(-1.0)), np.float64, n_msgs)
+        best[layout.held] = np.maximum.reduceat(msg[layout.slots], layout.starts)
+        if lex_max:
+            lx = np.fromiter(map(lex.get, layout.message_ids, repeat(0.0)), np.float64, n_msgs)
+            lexical[layout.held] = np.maximum.reduceat(lx[layout.slots], layout.starts) / lex_max
+    best = np.where(best < -0.5, node_sim, best)
+    dense = np.where(layout.fragment, message_weight * best + (1 - message_weight) * node_sim, node_sim)
+    return dense, lexical
 
 
-def _mix(
-    st: NamespaceState, ids: list[str], dense_a: np.ndarray, lex_a: np.ndarray, cfg: SemanticConfig
-) -> np.ndarray:
+def _mix(layout: _Layout, dense_a: np.ndarray, lex_a: np.ndarray, cfg: SemanticConfig) -> np.ndarray:
     """Dense and lexical evidence on one [0, 1] scale, each fragment smoothed towards its subtopic."""
-    kinds = np.asarray([st.node(i).kind == NodeKind.FRAGMENT for i in ids])
+    kinds = layout.fragment
     norm = _minmax(dense_a)
     lw = cfg.lexical_weight
     if cfg.combine == "rrf":
@@ -308,33 +368,16 @@ def _mix(
     else:
         score = np.where(kinds, (1 - lw) * norm + lw * lex_a, (1 - lw) * norm)
     if cfg.topic_smoothing > 0:
-        pos = {i: n for n, i in enumerate(ids)}
-        parent_norm = np.array(
-            [
-                norm[pos[p]] if kinds[n] and (p := st.parent_id(i)) is not None and p in pos else score[n]
-                for n, i in enumerate(ids)
-            ]
-        )
+        has_parent = layout.parent >= 0
+        parent_norm = np.where(has_parent, norm[np.where(has_parent, layout.parent, 0)], score)
         ts = cfg.topic_smoothing
-        smoothed = kinds & ~_documents(st, ids) if len(st.passage_vectors) else kinds
+        # Documents are passed over: a document is a topic of its own, and its subtopic's score,
+        # made of other documents, says little about it (on LoCoMo sessions stored as documents,
+        # smoothing them cost 2-3 points of evidence shown, on both halves of the conversations:
+        # BENCHMARKS.md).
+        smoothed = kinds & ~layout.document
         score = np.where(smoothed, (1 - ts) * score + ts * parent_norm, score)
     return score
-
-
-def _documents(st: NamespaceState, ids: list[str]) -> np.ndarray:
-    """Which of ``ids`` are fragments holding a document (a message with window vectors,
-    ``core.passages``). Topic smoothing passes them over: a document is a topic of its own, and its
-    subtopic's score, made of other documents, says little about it (on LoCoMo sessions stored as
-    documents, smoothing them cost 2-3 points of evidence shown, on both halves of the
-    conversations: BENCHMARKS.md)."""
-    return np.asarray(
-        [
-            st.node(i).kind == NodeKind.FRAGMENT
-            and any(passage_key(m, 0) in st.passage_vectors for m in st.node(i).source_ids)
-            for i in ids
-        ],
-        dtype=bool,
-    )
 
 
 def _expand(
@@ -343,7 +386,8 @@ def _expand(
     """Give the best hits' unscored parents and children a decayed share of their score (added to
     ``scores``); returns each expanded node's origin."""
     expanded: dict[str, str] = {}
-    seeds = sorted(scores, key=lambda i: -scores[i])[: max(1, cfg.max_expansions // 2)]
+    # the first by score, equal ones in the order scored: sorted()[:n], without sorting them all
+    seeds = heapq.nsmallest(max(1, cfg.max_expansions // 2), scores, key=lambda i: -scores[i])
     for sid in seeds:
         neighbours = []
         parent = st.graph.parent(sid)
