@@ -270,15 +270,18 @@ class NamespaceState:
         return x / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-9)
 
     def refresh_vectors(self, node_ids: list[str]) -> None:
-        keys, vecs = [], []
+        keys, vecs, gone = [], [], []
         for nid in node_ids:
-            if not self.graph.has(nid):
-                self.node_vectors.remove([nid])
-                continue
-            v = self.centroid_of(nid)
-            if v is not None:
+            v = self.centroid_of(nid) if self.graph.has(nid) else None
+            if v is None:
+                # Nothing beneath it has a vector any more (a concept left with an empty subtopic
+                # only): the mean of what it held is dropped, as a reopened store derives none.
+                # Kept, it was the vector of what was forgotten, and found that text again.
+                gone.append(nid)
+            else:
                 keys.append(nid)
                 vecs.append(v)
+        self.node_vectors.remove(gone)
         if keys:
             self.node_vectors.upsert(keys, np.stack(vecs))
 

@@ -37,6 +37,7 @@ from ..builder.summarise import (
 )
 from ..config import BuildConfig
 from ..graph import MemoryGraph, edge_key
+from ..indexes.entities import EntityIndex, entity_keys
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
@@ -114,6 +115,7 @@ def forget_messages(
             _rederive_fragment(st, node, cfg, n_fragments)
     _drop_links_through(st, holders, drop, reactivated)
     _drop_relations_from(st, texts, drop, entities, fed)
+    names = {e: entity_keys(g.get(e)) for e in entities if g.has(e)}  # read before they go
     removed_entities = _drop_unmentioned_entities(st, entities)
     _drop_forgotten_aliases(st, entities, messages)
     for fid in holders:
@@ -139,7 +141,12 @@ def forget_messages(
     st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
     st.refresh_vectors([p for p in moved if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
     st.refresh_vectors([p for p in moved if g.get(p).kind == NodeKind.CONCEPT])
-    st.path_cache = None  # memos key on the version, which the write moves
+    _index_names_held_elsewhere(st, names)
+    # The memos and paths key on the version, which the write moves, so no search would read them;
+    # they are dropped all the same, as forget empties the text caches: until the next search they
+    # held what was forgotten (a name only it said as an entity id, its speaker, its words).
+    st.memo.clear()
+    st.path_cache = None
 
 
 def _tokens(st: NamespaceState, fid: str) -> set[str]:
@@ -289,6 +296,20 @@ def _drop_unmentioned_entities(st: NamespaceState, candidates: set[str]) -> list
             st.entities.remove_node(eid)
             removed.append(eid)
     return removed
+
+
+def _index_names_held_elsewhere(st: NamespaceState, names: dict[str, tuple[str, ...]]) -> None:
+    """A name an entity lost here (``names``: each one's keys before) may be another's too: a
+    duplicate made by hand or through the LlamaIndex store. The index named it by the lost one and
+    dropped it with it, and the other was no longer found by that name until the namespace was read
+    again. Built again, it names each as a reopened store's does: the last holder in the graph's
+    order, Chinese names ranked in that order."""
+    g = st.graph
+    lost = [k for e, keys in names.items() for k in keys if not g.has(e) or k not in entity_keys(g.get(e))]
+    if lost and g.nodes_keyed(entity_keys, lost, each=True):
+        st.entities = EntityIndex()
+        for node in g.nodes(NodeKind.ENTITY):
+            st._index_entity(node)
 
 
 def _says(text: str, name: str) -> bool:
