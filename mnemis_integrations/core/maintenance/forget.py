@@ -111,6 +111,9 @@ def forget_messages(
             parents.update(_remove_fragment(st, fid, reactivated))
         elif is_overview(node):
             refresh_overview(g, node)
+            # it took its originals' mentions when made: an entity only forgotten messages named
+            # would stay mentioned, its name with it
+            _drop_unsaid_mentions(st, node.id, st.fragment_messages(node.id))
         else:
             _rederive_fragment(st, node, cfg, n_fragments)
     _drop_links_through(st, holders, drop, reactivated)
@@ -136,7 +139,8 @@ def forget_messages(
     _drop_model_names(g, alive)
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
     relabel(st, alive)
-    _refresh_archives(g, alive)
+    # the subtopic's summary quotes its archive's, which named the label derived before
+    relabel(st, _refresh_archives(g, alive))
     moved = alive | set(renamed.values())  # a renamed node's vector went with its old id
     st.refresh_vectors([renamed.get(f, f) for f in holders if g.has(renamed.get(f, f))])
     st.refresh_vectors([p for p in moved if g.get(p).kind in (NodeKind.SUBTOPIC, NodeKind.ARCHIVE)])
@@ -156,10 +160,7 @@ def _tokens(st: NamespaceState, fid: str) -> set[str]:
 def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragments: int) -> None:
     g = st.graph
     msgs = st.fragment_messages(frag.id)
-    mentioned = _mentioned_entities(st, msgs)
-    for e in g.out_edges(frag.id, EdgeKind.MENTIONS):
-        if e.dst not in mentioned:
-            g.remove_edge(e.src, e.dst, EdgeKind.MENTIONS)
+    _drop_unsaid_mentions(st, frag.id, msgs)
     frag.created_at = msgs[0].timestamp or frag.created_at
     frag.event_time = msgs[-1].timestamp or frag.event_time
     frag.keywords = keywords_for([m.text for m in msgs], st.df, n_fragments, cfg.keywords_per_fragment)
@@ -174,6 +175,14 @@ def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragm
         frag.properties["headline"] = headline(frag.summary, cfg.headline_terms)
         g.touch(frag.id)
     frag.label = fragment_label(topic_words_of(frag), frag.created_at)
+
+
+def _drop_unsaid_mentions(st: NamespaceState, fid: str, msgs: list[Message]) -> None:
+    """Remove the ``mentions`` of fragment ``fid`` that none of ``msgs`` (what it holds now) names."""
+    mentioned = _mentioned_entities(st, msgs)
+    for e in st.graph.out_edges(fid, EdgeKind.MENTIONS):
+        if e.dst not in mentioned:
+            st.graph.remove_edge(e.src, e.dst, EdgeKind.MENTIONS)
 
 
 def _mentioned_entities(st: NamespaceState, msgs: list[Message]) -> set[str]:
@@ -460,10 +469,15 @@ def _rename(st: NamespaceState, old: str, new: str) -> None:
     st.node_vectors.remove([old])
 
 
-def _refresh_archives(g: MemoryGraph, parents: set[str]) -> None:
-    """An archive node's summary names its subtopic: follow the subtopic's new label."""
+def _refresh_archives(g: MemoryGraph, parents: set[str]) -> set[str]:
+    """An archive node's summary names its subtopic: follow the subtopic's new label. Returns the
+    subtopics whose archive's summary changed."""
+    changed = set()
     for pid in parents:
         if g.has(pid) and g.get(pid).kind == NodeKind.SUBTOPIC:
             for child in g.children(pid):
-                if child.kind == NodeKind.ARCHIVE:
-                    child.summary = f"archived fragments of {g.get(pid).label}"
+                summary = f"archived fragments of {g.get(pid).label}"
+                if child.kind == NodeKind.ARCHIVE and child.summary != summary:
+                    child.summary = summary
+                    changed.add(pid)
+    return changed
