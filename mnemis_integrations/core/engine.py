@@ -641,7 +641,9 @@ class MnemisMemory:
         """Change a namespace's graph by hand; on exit the change is persisted and indexes refreshed.
 
         Only what changed is written, on the condition that no other writer moved the namespace
-        while the block ran. If the block raises, the change is discarded.
+        while the block ran. If the block raises, the change is discarded. A search made inside the
+        block reads the graph as it is then (nodes, statuses, edges); vectors and names are the
+        ones refreshed on exit.
 
         Raises:
             ConcurrentWriteError: another writer changed the namespace meanwhile; nothing was
@@ -654,7 +656,8 @@ class MnemisMemory:
             st = self._state(namespace, create=True)
             before = _snapshot(st.graph)
             try:
-                yield st.graph
+                with _editing(st):
+                    yield st.graph
                 self._persist_edit(namespace, st, before)
             except BaseException:
                 self._drop(namespace)
@@ -676,7 +679,8 @@ class MnemisMemory:
         def attempt() -> T:
             st = self._state(namespace, create=create)
             before = _snapshot(st.graph)
-            result = change(st)
+            with _editing(st):
+                result = change(st)
             self._persist_edit(namespace, st, before)
             return result
 
@@ -813,7 +817,7 @@ class MnemisMemory:
                 self.profile,
                 as_of=when,
                 include_archived=include_archived,
-                cache=st.path_cache,
+                cache=None if st.editing else st.path_cache,
                 filter=flt,
             )
             if seen:
@@ -1322,6 +1326,16 @@ def _progress_bar(total: int, namespace: str) -> Any:
     from tqdm import tqdm  # only when asked for: tqdm is not needed to ingest
 
     return tqdm(total=total, unit="msg", desc=f"mnemis {namespace}")
+
+
+@contextmanager
+def _editing(st: NamespaceState) -> Iterator[None]:
+    """Mark ``st`` as changed in place for the block (see ``NamespaceState.editing``)."""
+    st.editing = True
+    try:
+        yield
+    finally:
+        st.editing = False
 
 
 def _snapshot(graph: MemoryGraph) -> dict[str, dict]:

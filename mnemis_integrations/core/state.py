@@ -50,6 +50,9 @@ class NamespaceState:
     )  # retrieval.cache.memo: per-version values
     # Hierarchy paths of this copy (retrieval.cache.PathCache); it lives and dies with the copy.
     path_cache: Any = field(default=None, repr=False, compare=False)
+    # True while a hand edit changes the graph in place: its version only moves on exit, so nothing
+    # may be kept by version meanwhile (retrieval.cache.memo, the path cache).
+    editing: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.msg_vectors is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
-from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
+from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind, Status
 
 LUNCH = "Let's get lunch on Friday at the Thai place."
 REFUND = "The refund for order 42 timed out at the bank."
@@ -105,3 +105,21 @@ def test_forget_leaves_a_name_to_the_other_entity_holding_it(tmp_path):
     finally:
         reopened.close()
         mem.close()
+
+
+def test_a_search_inside_an_edit_reads_the_graph_as_the_block_left_it():
+    """The per-version tables key on the write version, which an edit only moves on exit: a search
+    made inside the block (the namespace's lock lets its own thread in) read the statuses and the
+    hierarchy from before the change, a hidden node still among its hits."""
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(
+        _said(("m1", "ann", REFUND, "2025-03-01T09:00:00"), ("m2", "bob", LUNCH, "2025-03-20T09:00:00")),
+        namespace="u",
+    )
+    assert "f:m1" in [h.node_id for h in mem.search(REFUND, namespace="u")]
+    with mem.edit("u") as g:
+        g.get("f:m1").status = Status.ARCHIVED
+        inside = [h.node_id for h in mem.search(REFUND, namespace="u")]
+    after = [h.node_id for h in mem.search(REFUND, namespace="u")]
+    assert "f:m1" not in after
+    assert inside == after

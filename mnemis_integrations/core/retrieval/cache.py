@@ -31,6 +31,8 @@ def is_large(st: NamespaceState) -> bool:
 def memo(st: NamespaceState, name: str, key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()`` once per (write version, node count, ``key``) of ``st``; the last value per
     ``name`` is kept."""
+    if st.editing:  # the graph changes under the same version until the edit is written
+        return compute()
     stamp = (st.version, len(st.graph), key)
     slot = st.memo.get(name)
     if slot is not None and slot[0] == stamp:
