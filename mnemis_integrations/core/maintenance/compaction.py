@@ -170,10 +170,15 @@ def _overview_fields(members: list[Node]) -> dict:
 
 
 def refresh_overview(graph: MemoryGraph, overview: Node) -> None:
-    """Derive an overview's text again from its members as they are now (after a forget)."""
+    """Derive an overview's text again from its members as they are now (after a forget).
+
+    Its messages stay its own (the forget took out the forgotten ones): a member removed by hand
+    (the LlamaIndex store deletes a fragment, not its message) left messages only the overview
+    holds, and read from the members again they were held by no fragment, found by no search."""
     members = [graph.get(m) for m in overview.properties.get(OVERVIEW_OF, []) if graph.has(m)]
     for name, value in _overview_fields(members).items():
-        setattr(overview, name, value)
+        if name != "source_ids":
+            setattr(overview, name, value)
 
 
 def _overview_node(graph: MemoryGraph, plan: OverviewPlan, before: datetime) -> Node:

@@ -1,0 +1,107 @@
+"""Two leads of a randomised differential audit (a live memory against the same store reopened),
+each followed to what forget still left behind on the current code."""
+
+from __future__ import annotations
+
+import glob
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from mnemis_integrations import MnemisMemory
+from mnemis_integrations.core.embedders import HashingEmbedder
+from mnemis_integrations.llama_index.graph_store import MnemisPropertyGraphStore
+
+T0 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc)
+
+
+def _said(texts: list[str], name: str = "ann") -> list[dict]:
+    return [
+        {"id": f"m{i}", "speaker": name, "text": t, "timestamp": T0 + timedelta(days=i)}
+        for i, t in enumerate(texts)
+    ]
+
+
+def _overview_left_with_an_original_deleted_by_hand(path) -> MnemisMemory:
+    """m0, m1 and m2 compacted into o:f:m0; the archived original f:m0 deleted through the
+    LlamaIndex store (a fragment's id names no message, so m0 stays stored, held by the overview);
+    then the overview's other messages forgotten."""
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    berlin = [f"Alice moved to Berlin in {n} and works at Siemens." for n in (3, 5, 7)]
+    mem.add_messages(_said([*berlin, "We decided to use Postgres instead of MySQL for project 4."]), "u")
+    assert mem.compact(T0 + timedelta(days=2, hours=12), namespace="u").overview_ids == ("o:f:m0",)
+    MnemisPropertyGraphStore(memory=mem, namespace="u").delete(ids=["f:m0"])
+    mem.forget(["m1", "m2"], namespace="u")
+    return mem
+
+
+def test_an_overview_keeps_the_message_of_an_original_deleted_by_hand_when_others_are_forgotten(tmp_path):
+    """The seed 12 lead (a stale vector for the emptied overview) no longer shows: refresh_vectors
+    drops a vector it cannot derive. But the overview took its messages from its originals again, so
+    forgetting m1 and m2 also dropped m0, which only the overview held: m0 stayed stored, held by no
+    fragment (no search could show it), the overview stayed with no messages, and the live memory
+    still took it for m0's holder. Forgetting m0 then removed the overview live and not in a
+    reopened memory: the two stores forked."""
+    forked = []
+    for reopen in (False, True):
+        path = tmp_path / f"{reopen}.db"
+        mem = _overview_left_with_an_original_deleted_by_hand(path)
+        assert mem.graph("u").get("o:f:m0").source_ids == ["m0"]
+        if reopen:
+            mem.close()
+            mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+        mem.forget(["m0"], namespace="u")
+        forked.append(mem.graph("u").to_data())
+        mem.close()
+    assert forked[0] == forked[1]
+
+
+def _everything_stored(mem: MnemisMemory, path) -> str:
+    g = mem.graph("u")
+    held = [f"{n.id} {n.label} {n.summary} {' '.join(n.aliases)} {' '.join(n.keywords)}" for n in g.nodes()]
+    held += [f"{e.src} {e.dst} {e.label} {e.properties}" for e in g.edges()]
+    held += sorted(mem._states["u"].entities.keys())
+    for file in glob.glob(f"{path}*"):
+        with open(file, "rb") as f:
+            held.append(f.read().decode("utf-8", "replace"))
+    return " ".join(held).lower()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: forget drops an alias only forgotten messages said, not a label; naming the entity "
+    "again also needs a fresh id and the summaries of every fragment mentioning it (and their parents') "
+    "derived again",
+)
+def test_an_entity_kept_for_a_merged_spelling_loses_the_name_only_forgotten_messages_said(tmp_path):
+    """m0 and m1 say "Priyanka", the others "Priyankka"; rebalance merges the two entities into the
+    first, e:priyanka, which keeps "Priyankka" as an alias. Forgetting m0 and m1 left it mentioned (by
+    the fragments of the "Priyankka" messages), so it stayed, still labelled "Priyanka" under the id
+    e:priyanka and found by that name: the spelling only the forgotten messages said, in the graph,
+    the name index and the file (an alias only forgotten messages said already went), and in the
+    summary of m11's fragment, written after the merge, which quotes the entity's label though m11
+    says "Priyankka" (and in its subtopic's summary, which a search shows). A reopened store holds
+    the same. It should be named by the spelling still said, under a fresh id, live as reopened."""
+    path = tmp_path / "m.db"
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    names = ["Priyanka" if i < 2 else "Priyankka" for i in range(12)]
+    rows = _said([f"Today our lead {n} reviewed vendor contract number {i}." for i, n in enumerate(names)])
+    mem.add_messages(rows[:11], "u")
+    assert mem.rebalance(namespace="u").entities_merged == (("e:priyanka", "e:priyankka"),)
+    mem.add_messages(rows[11:], "u")
+    mem.forget(["m0", "m1"], namespace="u")
+    assert not re.search(r"\bpriyanka\b", _everything_stored(mem, path))
+    entity = mem._states["u"].entities.get("Priyankka")
+    assert mem.graph("u").get(entity).label == "Priyankka"
+    query = "What did Priyankka review?"
+    live = [(h.node_id, h.score, h.via) for h in mem.search(query, namespace="u")]
+    reopened = MnemisMemory(path=path, embedder=HashingEmbedder())
+    try:
+        assert reopened.graph("u").to_data() == mem.graph("u").to_data()
+        assert reopened._states["u"].entities.keys() == mem._states["u"].entities.keys()
+        assert live == [(h.node_id, h.score, h.via) for h in reopened.search(query, namespace="u")]
+        assert "relation" in live[0][2]
+    finally:
+        reopened.close()
+        mem.close()
