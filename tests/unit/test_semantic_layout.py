@@ -20,32 +20,15 @@ from mnemis_integrations.core.state import NamespaceState
 
 
 def _reference_path(st, qvec, query, cfg, threshold, allowed, speakers=(), messages=None, visible_key=None):
-    """``semantic_path`` as it was before the layout: a Python loop over the nodes."""
-    import re
-
-    lex_query = query
-    for name in speakers:
-        lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
-    lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
-    if messages is not None:
-        lex = {m: s for m, s in lex.items() if m in messages}
-    lex_max = max(lex.values(), default=0.0)
+    """``semantic_path`` as it was before the layout: a Python loop over the nodes (the evidence it
+    scores is gathered as the path gathers it)."""
+    lex, lex_max = semantic._lexical(st, query, cfg, speakers, messages)
     if rcache.is_large(st):
         ids_iter, node_sims, msg_sims = semantic._coarse(st, qvec, allowed, lex, messages, visible_key)
     else:
-        node_sims = st.node_vectors.search(qvec)
-        msg_sims = st.msg_vectors.search(qvec)
-        if messages is not None:
-            msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
-        if len(st.passage_vectors):
-            semantic._best_windows(msg_sims, st.passage_vectors.search(qvec))
+        node_sims, msg_sims = semantic._exact_similarities(st, qvec, messages)
         ids_iter = allowed
-    if cfg.speaker_boost > 0 and speakers and msg_sims:
-        named = {n.lower() for n in speakers}
-        bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
-        msg_sims = {
-            m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()
-        }
+    msg_sims = semantic._boost_speakers(st, msg_sims, speakers, cfg)
     ids, dense, lexical = [], [], []
     for nid in ids_iter:
         if nid not in node_sims:

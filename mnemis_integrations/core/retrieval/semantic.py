@@ -106,34 +106,60 @@ def semantic_path(
     ``visible_key``: the key ``allowed`` is memoised under (``as_of``, ``include_archived``); the
     funnel's normalisation sample is memoised with it. ``None``: the sample is drawn anew.
     """
+    lex, lex_max = _lexical(st, query, cfg, speakers, messages)
+    if is_large(st):
+        ids, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, messages, visible_key)
+        layout = _layout(st, ids)
+    else:
+        node_sims, msg_sims = _exact_similarities(st, qvec, messages)
+        layout = _visible_layout(st, allowed, visible_key)
+    msg_sims = _boost_speakers(st, msg_sims, speakers, cfg)
+    node_sim = np.fromiter(map(node_sims.__getitem__, layout.ids), np.float64, len(layout.ids))
+    result = _score(st, layout, node_sim, msg_sims, lex, lex_max, cfg, threshold, allowed)
+    result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
+    return result
+
+
+def _lexical(
+    st: NamespaceState,
+    query: str,
+    cfg: SemanticConfig,
+    speakers: Collection[str],
+    messages: Collection[str] | None,
+) -> tuple[dict[str, float], float]:
+    """BM25 over the messages in scope for the query without the speakers it names, and its best score."""
     lex_query = query
     for name in speakers:
         lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
     lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
     if messages is not None:
         lex = {m: s for m, s in lex.items() if m in messages}
-    lex_max = max(lex.values(), default=0.0)
-    if is_large(st):
-        ids, node_sims, msg_sims = _coarse(st, qvec, allowed, lex, messages, visible_key)
-        layout = _layout(st, ids)
-    else:
-        node_sims = st.node_vectors.search(qvec)
-        msg_sims = st.msg_vectors.search(qvec)
-        if messages is not None:
-            msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
-        if len(st.passage_vectors):
-            _best_windows(msg_sims, st.passage_vectors.search(qvec))
-        layout = _visible_layout(st, allowed, visible_key)
-    if cfg.speaker_boost > 0 and speakers and msg_sims:
-        named = {n.lower() for n in speakers}
-        bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
-        msg_sims = {
-            m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()
-        }
-    node_sim = np.fromiter(map(node_sims.__getitem__, layout.ids), np.float64, len(layout.ids))
-    result = _score(st, layout, node_sim, msg_sims, lex, lex_max, cfg, threshold, allowed)
-    result.message_scores = _message_scores(msg_sims, lex, lex_max, cfg.lexical_weight)
-    return result
+    return lex, max(lex.values(), default=0.0)
+
+
+def _exact_similarities(
+    st: NamespaceState, qvec: np.ndarray, messages: Collection[str] | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Every node's and every message in scope's cosine to the query (a long message's best window's
+    when that is higher): the exact path's dense evidence."""
+    node_sims = st.node_vectors.search(qvec)
+    msg_sims = st.msg_vectors.search(qvec)
+    if messages is not None:
+        msg_sims = {m: s for m, s in msg_sims.items() if m in messages}
+    if len(st.passage_vectors):
+        _best_windows(msg_sims, st.passage_vectors.search(qvec))
+    return node_sims, msg_sims
+
+
+def _boost_speakers(
+    st: NamespaceState, msg_sims: dict[str, float], speakers: Collection[str], cfg: SemanticConfig
+) -> dict[str, float]:
+    """The named speakers' own messages raised by ``speaker_boost`` spreads of the similarities."""
+    if not (cfg.speaker_boost > 0 and speakers and msg_sims):
+        return msg_sims
+    named = {n.lower() for n in speakers}
+    bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
+    return {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
 
 
 @dataclass(frozen=True)
