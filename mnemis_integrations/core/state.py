@@ -138,7 +138,7 @@ class NamespaceState:
         frequencies, entity names, hierarchy vectors) after a hand edit or maintenance; the
         messages, their vectors and the lexical index do not depend on the graph and are kept."""
         st, graph = self, self.graph
-        st.msg_fragment, st.df, st.entities = {}, Counter(), EntityIndex()
+        st.msg_fragment, st.df = {}, Counter()
         st.node_vectors = VectorIndex(self.dim)
         st.memo.clear()
         st.path_cache = None
@@ -148,8 +148,7 @@ class NamespaceState:
             st.df.update(
                 set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages)))
             )
-        for n in graph.nodes(NodeKind.ENTITY):
-            st._index_entity(n)
+        st.index_entities()
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
         st.refresh_vectors(
             [n.id for n in graph.nodes(NodeKind.SUBTOPIC)] + [n.id for n in graph.nodes(NodeKind.ARCHIVE)]
@@ -235,6 +234,13 @@ class NamespaceState:
             if any(n.id not in made for n in self.graph.nodes_keyed(entity_keys, dropped, each=True)):
                 return None
         return dropped
+
+    def index_entities(self) -> None:
+        """The name index built anew from the graph's entities, in the graph's order (so a name two
+        entities hold names the later one, as a reopened store's does)."""
+        self.entities = EntityIndex()
+        for n in self.graph.nodes(NodeKind.ENTITY):
+            self._index_entity(n)
 
     def _index_entity(self, node: Node) -> None:
         """Find the entity ``node`` by its name and each of its aliases."""

@@ -37,7 +37,7 @@ from ..builder.summarise import (
 )
 from ..config import BuildConfig
 from ..graph import MemoryGraph, edge_key
-from ..indexes.entities import EntityIndex, entity_keys
+from ..indexes.entities import entity_keys
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
@@ -316,9 +316,7 @@ def _index_names_held_elsewhere(st: NamespaceState, names: dict[str, tuple[str, 
     g = st.graph
     lost = [k for e, keys in names.items() for k in keys if not g.has(e) or k not in entity_keys(g.get(e))]
     if lost and g.nodes_keyed(entity_keys, lost, each=True):
-        st.entities = EntityIndex()
-        for node in g.nodes(NodeKind.ENTITY):
-            st._index_entity(node)
+        st.index_entities()
 
 
 def _says(text: str, name: str) -> bool:
