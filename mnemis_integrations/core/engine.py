@@ -817,7 +817,7 @@ class MnemisMemory:
                 self.profile,
                 as_of=when,
                 include_archived=include_archived,
-                cache=None if st.editing else st.path_cache,
+                cache=st.path_cache,
                 filter=flt,
             )
             if seen:

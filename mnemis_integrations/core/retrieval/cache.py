@@ -63,6 +63,8 @@ class PathCache:
         self.misses = 0
 
     def path(self, st: NamespaceState, node_id: str) -> list[str]:
+        if st.editing:  # as in memo: the hierarchy changes under the same version until written
+            return st.graph.hierarchy_path(node_id)
         key = (st.namespace, st.version, node_id)
         if key in self._d:
             self._d.move_to_end(key)
