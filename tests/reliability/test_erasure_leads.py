@@ -7,8 +7,6 @@ import glob
 import re
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.llama_index.graph_store import MnemisPropertyGraphStore
@@ -68,12 +66,6 @@ def _everything_stored(mem: MnemisMemory, path) -> str:
     return " ".join(held).lower()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: forget drops an alias only forgotten messages said, not a label; naming the entity "
-    "again also needs a fresh id and the summaries of every fragment mentioning it (and their parents') "
-    "derived again",
-)
 def test_an_entity_kept_for_a_merged_spelling_loses_the_name_only_forgotten_messages_said(tmp_path):
     """m0 and m1 say "Priyanka", the others "Priyankka"; rebalance merges the two entities into the
     first, e:priyanka, which keeps "Priyankka" as an alias. Forgetting m0 and m1 left it mentioned (by
@@ -81,8 +73,9 @@ def test_an_entity_kept_for_a_merged_spelling_loses_the_name_only_forgotten_mess
     e:priyanka and found by that name: the spelling only the forgotten messages said, in the graph,
     the name index and the file (an alias only forgotten messages said already went), and in the
     summary of m11's fragment, written after the merge, which quotes the entity's label though m11
-    says "Priyankka" (and in its subtopic's summary, which a search shows). A reopened store holds
-    the same. It should be named by the spelling still said, under a fresh id, live as reopened."""
+    says "Priyankka" (and in its subtopic's summary, which a search shows). A reopened store held
+    the same. Now it is named by the spelling still said, under the id that spelling gives, and the
+    summaries quoting it are derived again, live as reopened."""
     path = tmp_path / "m.db"
     mem = MnemisMemory(path=path, embedder=HashingEmbedder())
     names = ["Priyanka" if i < 2 else "Priyankka" for i in range(12)]
@@ -101,7 +94,39 @@ def test_an_entity_kept_for_a_merged_spelling_loses_the_name_only_forgotten_mess
         assert reopened.graph("u").to_data() == mem.graph("u").to_data()
         assert reopened._states["u"].entities.keys() == mem._states["u"].entities.keys()
         assert live == [(h.node_id, h.score, h.via) for h in reopened.search(query, namespace="u")]
-        assert "relation" in live[0][2]
+        for memory in (mem, reopened):
+            assert memory._states["u"].entities.find_in(query) == {entity: 1.0}
     finally:
         reopened.close()
         mem.close()
+
+
+def test_a_renamed_entity_takes_its_relations_and_their_records_along(tmp_path):
+    """The same rename when the entity relates to another: the relation moves to the new id, the
+    records of the fragments that read it name the new id (the file holds the old spelling nowhere),
+    and forgetting every message that stated it removes it, the entity staying for the message that
+    still names it."""
+    path = tmp_path / "m.db"
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    names = ["Priyanka" if i < 2 else "Priyankka" for i in range(12)]
+    said = [f"Our lead {n} called Globex about invoice number {i}." for i, n in enumerate(names)]
+    rows = _said([*said, "Priyankka is on leave all next week."])
+    mem.add_messages(rows[:11], "u")
+    assert ("e:priyanka", "e:priyankka") in mem.rebalance(namespace="u").entities_merged
+    mem.add_messages(rows[11:], "u")
+    before = [e for e in mem.graph("u").edges() if e.kind.value == "relation"]
+    assert [(e.src, e.dst) for e in before] == [("e:priyanka", "e:globex")]
+    mem.forget(["m0", "m1"], namespace="u")
+    assert not re.search(r"\bpriyanka\b", _everything_stored(mem, path))
+    entity = mem._states["u"].entities.get("Priyankka")
+    relations = [e for e in mem.graph("u").edges() if e.kind.value == "relation"]
+    assert [(e.src, e.dst, e.label) for e in relations] == [(entity, "e:globex", before[0].label)]
+    reopened = MnemisMemory(path=path, embedder=HashingEmbedder())
+    try:
+        assert reopened.graph("u").to_data() == mem.graph("u").to_data()
+    finally:
+        reopened.close()
+    mem.forget([f"m{i}" for i in range(2, 12)], namespace="u")  # m12 still names Priyankka
+    assert [e for e in mem.graph("u").edges() if e.kind.value == "relation"] == []
+    assert mem._states["u"].entities.get("Priyankka") == entity
+    mem.close()

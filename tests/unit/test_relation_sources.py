@@ -142,8 +142,12 @@ MERGED = [
 
 
 def merged_called(mem: MnemisMemory) -> list[str] | None:
+    """The relation of the entity named "Priyanka" (the merge keeps it); once the messages saying
+    "Priyanka" are forgotten, the entity is named "Priyankka", under that name's id."""
     g = mem.graph("u")
-    edge = g.edge("e:priyanka", "e:globex", EdgeKind.RELATION, "called")
+    names = mem._states["u"].entities
+    eid = names.get("Priyanka") or names.get("Priyankka")
+    edge = g.edge(eid, "e:globex", EdgeKind.RELATION, "called") if eid else None
     return None if edge is None else sorted(read_from(g, edge))
 
 

@@ -432,6 +432,14 @@ class BuildIndex:
             order = self._mention_order[eid]
             del order[bisect.bisect_left(order, node_id)]
 
+    def entity_renamed(self, old: str, new: str) -> None:
+        """Entity ``old`` is ``new`` now (``forget`` named it again): its mentions follow it."""
+        if not self._built:
+            return
+        self._mention_order.pop(old, None)
+        for node_id in self._mentions.pop(old, set()):
+            self._add_mention(new, node_id)
+
     # ------------------------------------------------------------------ speakers
     def speakers(self, st: NamespaceState) -> Counter:
         """Lower-cased speaker name -> number of stored messages said by that name."""

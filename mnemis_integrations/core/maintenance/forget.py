@@ -8,7 +8,9 @@ costs about as much as adding one, whatever the size of the namespace:
   the others get keywords, summary, headline, label and ``mentions`` derived again from the
   messages that remain;
 - an entity no remaining fragment mentions goes with its relations; a relation read from a
-  forgotten sentence goes too, and so does an alias only forgotten messages said;
+  forgotten sentence goes too, and so does an alias only forgotten messages said; an entity whose
+  label only they said is named by an alias still said, under the id that name gives, and the
+  summaries that quoted its label are derived again;
 - a node whose id was made from a forgotten message id gets a fresh random id;
 - parents that changed get their labels and summaries derived again; a fact that a removed
   fragment had superseded is current again when nothing else supersedes it.
@@ -25,7 +27,14 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from ..builder.entities import extract_entities
-from ..builder.relation_sources import RelationsFed, fed_by, records_sources, sources_after, strip_records
+from ..builder.relation_sources import (
+    RELATIONS_READ,
+    RelationsFed,
+    fed_by,
+    records_sources,
+    sources_after,
+    strip_records,
+)
 from ..builder.summarise import (
     TOPIC_WORDS,
     fragment_label,
@@ -121,6 +130,10 @@ def forget_messages(
     names = {e: entity_keys(g.get(e)) for e in entities if g.has(e)}  # read before they go
     removed_entities = _drop_unmentioned_entities(st, entities)
     _drop_forgotten_aliases(st, entities, messages)
+    renamed_entities = _rename_entities_only_forgotten_named(st, entities, messages)
+    for old, (new, label) in renamed_entities.items():
+        names[new] = names.pop(old)
+        parents.update(p.id for f in _summaries_quoting(st, old, new, label, cfg) for p in g.ancestors(f))
     for fid in holders:
         if g.has(fid):
             st.df.update(_tokens(st, fid))
@@ -138,6 +151,8 @@ def forget_messages(
     alive = {renamed.get(p, p) for p in parents if g.has(renamed.get(p, p))}
     _drop_model_names(g, alive)
     index.forgotten(st, messages, before, renamed, removed_entities, reactivated)
+    for old, (new, _) in renamed_entities.items():
+        index.entity_renamed(old, new)
     relabel(st, alive)
     # the subtopic's summary quotes its archive's, which named the label derived before
     relabel(st, _refresh_archives(g, alive))
@@ -351,6 +366,77 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
             for a in gone:
                 if normalise_name(a) not in names:
                     st.entities.discard(a, eid)
+
+
+def _rename_entities_only_forgotten_named(
+    st: NamespaceState, candidates: set[str], messages: list[Message]
+) -> dict[str, tuple[str, str]]:
+    """An entity kept for its other mentions whose label only forgotten messages said (``rebalance``
+    merged a duplicate spelled another way, which the remaining messages say) is named by the first
+    alias they still say, under the id that name gives (a fresh one if another node holds it): the
+    label and the id made from it were the forgotten text's. Returns old id -> (new id, old label)."""
+    g = st.graph
+    renamed: dict[str, tuple[str, str]] = {}
+    for eid in sorted(candidates):
+        if not g.has(eid):
+            continue
+        node = g.get(eid)
+        if not any(_said_by(m, node.label) for m in messages):
+            continue
+        remaining = [m for e in g.in_edges(eid, EdgeKind.MENTIONS) for m in st.fragment_messages(e.src)]
+        if any(_said_by(m, node.label) for m in remaining):
+            continue
+        still = next((a for a in node.aliases if any(_said_by(m, a) for m in remaining)), None)
+        if still is None:
+            continue  # mentioned for a name no message says (a hand edit's): nothing to name it by
+        new = f"e:{normalise_name(still)}"
+        if g.has(new):
+            new = f"e:{uuid.uuid4().hex[:12]}"
+        renamed[eid] = (new, node.label)
+        st.entities.remove_node(eid)
+        _rename(st, eid, new)
+        node.label, node.aliases = still, [a for a in node.aliases if a != still]
+        g.touch(new)
+        for name in (node.label, *node.aliases):
+            st.entities.add(name, new)
+    return renamed
+
+
+def _said_by(m: Message, name: str) -> bool:
+    return name.lower() == m.speaker.lower() or _says(m.text, name)
+
+
+def _summaries_quoting(st: NamespaceState, old: str, new: str, label: str, cfg: BuildConfig) -> list[str]:
+    """Derive again the summaries that quote ``label``, the old name of the entity renamed ``old`` ->
+    ``new``, of the fragments mentioning it (a model-written one too: the offline rule's line replaces
+    it) and move their relation records to the new id (they named the old one, and ``forget`` finds
+    a relation by the ids its records name); returns the fragments whose summary changed, whose
+    parents' summaries quote it."""
+    g = st.graph
+    changed = []
+    for e in g.in_edges(new, EdgeKind.MENTIONS):
+        frag = g.get(e.src)
+        if frag.kind != NodeKind.FRAGMENT:
+            continue
+        records = frag.properties.get(RELATIONS_READ)
+        if records and any(old in r[:2] for rs in records.values() for r in rs):
+            # a new dict: a copy of the state may share the old one
+            frag.properties[RELATIONS_READ] = {
+                mid: [[new if x == old else x for x in r[:2]] + list(r[2:]) for r in rs]
+                for mid, rs in records.items()
+            }
+            g.touch(frag.id)
+        if is_overview(frag) or not _says(frag.summary, label):
+            continue  # an overview's summary names no entity
+        labels = [g.get(m.dst).label for m in g.out_edges(frag.id, EdgeKind.MENTIONS)]
+        summary = summary_line(st.fragment_messages(frag.id), labels, frag.keywords)
+        if summary != frag.summary:
+            frag.summary = summary
+            if "headline" in frag.properties:
+                frag.properties["headline"] = headline(summary, cfg.headline_terms)
+            g.touch(frag.id)
+            changed.append(frag.id)
+    return changed
 
 
 def _made_from(node_id: str, gone: Collection[str]) -> str | None:
