@@ -1212,7 +1212,8 @@ class MnemisMemory:
         relations only it named go; parents are relabelled (see
         :mod:`~mnemis_integrations.core.maintenance.forget`). The rest of the hierarchy, with its
         compaction overviews and review edits, stays as it was. Then the store is purged (SQLite:
-        deleted rows zeroed, WAL emptied). Safe to repeat: a retry after a crash finishes the purge.
+        deleted rows zeroed, the file vacuumed, WAL emptied: a cost that follows the file's size, so
+        forget many messages in one call). Safe to repeat: a retry after a crash finishes the purge.
 
         Args:
             message_ids: the messages to forget; ``None`` forgets the whole ``namespace``.

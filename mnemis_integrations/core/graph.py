@@ -364,11 +364,25 @@ class MemoryGraph:
     def remove_edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> None:
         key = _kind_key(kind, label)
         if self.g.has_edge(src, dst, key):
-            self.g.remove_edge(src, dst, key)
-            self._added_edges.pop((src, dst, key), None)
-            self._removed_edges.add((src, dst, key))
-            for index in self._edges_keyed.values():
-                index.removed((src, dst, key))
+            first = next(iter(self.g._succ[src][dst])) == key
+            self._drop_edge(src, dst, key)
+            rest = [d["edge"] for d in self.g._succ[src].get(dst, {}).values()]
+            if first and rest:
+                # A reopened graph places dst among src's neighbours (and src among dst's) where the
+                # pair's first stored edge is: the first one gone, that is a later one's row, while
+                # this graph kept the pair's place. Put back, the pair's other edges come last in
+                # both, as an edge taken out and put back does.
+                for e in rest:
+                    self._drop_edge(src, dst, _kind_key(e.kind, e.label))
+                for e in rest:
+                    self.add_edge(e)
+
+    def _drop_edge(self, src: str, dst: str, key: str) -> None:
+        self.g.remove_edge(src, dst, key)
+        self._added_edges.pop((src, dst, key), None)
+        self._removed_edges.add((src, dst, key))
+        for index in self._edges_keyed.values():
+            index.removed((src, dst, key))
 
     def edge(self, src: str, dst: str, kind: EdgeKind, label: str = "") -> Edge | None:
         """The ``kind`` edge src -> dst (``label`` for a relation), or None."""

@@ -130,3 +130,94 @@ def test_a_renamed_entity_takes_its_relations_and_their_records_along(tmp_path):
     assert [e for e in mem.graph("u").edges() if e.kind.value == "relation"] == []
     assert mem._states["u"].entities.get("Priyankka") == entity
     mem.close()
+
+
+def _audit_sequence(path, seed: int, steps: int) -> tuple[MnemisMemory, dict[str, str]]:
+    """Replay one sequence of the randomised audit that found the leak below: adds of one to four
+    messages naming people and a firm in two spellings each, rebalances and forgets, in the order
+    ``seed`` draws them, its first ``steps`` steps; returns the memory and the messages still stored."""
+    import random
+
+    rnd = random.Random(seed)
+    pairs = [
+        ("Priyanka", "Priyankka"),
+        ("Katarina", "Katarrina"),
+        ("Jonathan", "Jonathon"),
+        ("Globex", "Globexx"),
+    ]
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    said: dict[str, str] = {}
+    n = 0
+    for _ in range(min(rnd.randint(8, 16), steps)):
+        op = rnd.random()
+        if op < 0.55 or not said:
+            rows = []
+            for _ in range(rnd.randint(1, 4)):
+                a, b = rnd.choice(rnd.choice(pairs)), rnd.choice(rnd.choice(pairs))
+                text = f"Our lead {a} is away on day {n}."
+                if rnd.random() < 0.6:
+                    verb = rnd.choice(["reviewed", "called", "paid", "emailed", "met"])
+                    text = f"Today {a} {verb} {b} about contract number {n}."
+                speaker = rnd.choice(["ann", "bo"])
+                rows.append(
+                    {"id": f"m{n}", "speaker": speaker, "text": text, "timestamp": T0 + timedelta(hours=n)}
+                )
+                said[f"m{n}"] = text
+                n += 1
+            mem.add_messages(rows, "u")
+        elif op < 0.7:
+            mem.rebalance(namespace="u")
+        else:
+            gone = rnd.sample(sorted(said), k=min(len(said), rnd.randint(1, 3)))
+            if len(gone) < len(said):
+                mem.forget(gone, namespace="u")
+                for m in gone:
+                    said.pop(m)
+    return mem, said
+
+
+def test_no_old_copy_of_a_node_row_outlives_a_forget_in_the_file(tmp_path):
+    """In this sequence the last forget takes the only messages saying "Globexx". The graph held the
+    name nowhere after it, but the file did: an earlier version of a fragment's row (label "globexx,
+    contract"), left in a page's free space where SQLite's b-tree balancing had moved the row, out of
+    reach of ``secure_delete``, which zeroes a row only where it is. Purge now rewrites every page."""
+    path = tmp_path / "m.db"
+    mem, said = _audit_sequence(path, 98, steps=13)
+    try:
+        assert not any(re.search(r"\bGlobexx\b", t) for t in said.values())
+        assert "globexx" not in _everything_stored(mem, path)
+    finally:
+        mem.close()
+
+
+def test_a_pair_that_loses_its_first_edge_reads_back_in_the_order_the_live_graph_has(tmp_path):
+    """Two relations from Priyanka to Jonathon, one to Katarina between them; forgetting the first
+    one's message removed it. The live graph kept Jonathon where that first edge had put it, before
+    Katarina, while a reopened store places Jonathon where the pair's first stored row is now, the
+    second relation's, after Katarina: the same edges in another order (another seed of the audit,
+    35, met it in a forget). The pair's other edges are now put back, last in both."""
+    path = tmp_path / "m.db"
+    mem = MnemisMemory(path=path, embedder=HashingEmbedder())
+    mem.add_messages(
+        _said(
+            [
+                "Today Priyanka emailed Jonathon about contract number 1.",
+                "Today Priyanka met Katarina about contract number 2.",
+                "Today Priyanka paid Jonathon about contract number 3.",
+            ]
+        ),
+        "u",
+    )
+    relations = [(e.src, e.dst, e.label) for e in mem.graph("u").edges() if e.kind.value == "relation"]
+    assert relations[:3] == [
+        ("e:priyanka", "e:jonathon", "emailed"),
+        ("e:priyanka", "e:jonathon", "paid"),
+        ("e:priyanka", "e:katarina", "met"),
+    ]
+    mem.forget(["m0"], namespace="u")
+    reopened = MnemisMemory(path=path, embedder=HashingEmbedder())
+    try:
+        assert reopened.graph("u").to_data() == mem.graph("u").to_data()
+    finally:
+        reopened.close()
+        mem.close()

@@ -127,7 +127,9 @@ class SQLiteStore:
             if version is None:
                 logger.debug("created memory store %r", self.path)
                 self.set_meta("format_version", FORMAT_VERSION)
-                self.set_meta("zeroed", "1")  # written with secure_delete from its first row
+                # written with secure_delete from its first row (read by versions that vacuumed a file
+                # without it once; purge now vacuums every time)
+                self.set_meta("zeroed", "1")
             elif version == "1":
                 logger.info("upgrading memory store %r from format 1 to %s", self.path, FORMAT_VERSION)
                 self._upgrade_from_1()
@@ -380,19 +382,20 @@ class SQLiteStore:
     def purge(self) -> None:
         """Make deleted rows unrecoverable from the file; safe to repeat (a retried erasure).
 
-        Rows are deleted with ``secure_delete`` on, which overwrites their bytes with zeros; a
-        ``TRUNCATE`` checkpoint then folds the WAL (which may still hold older copies of those
-        pages) back into the file and cuts it to zero bytes. The cost follows the WAL, not the
-        file. A file that was written without ``secure_delete`` (format 1) is vacuumed once.
+        Rows are deleted with ``secure_delete`` on, which overwrites their bytes with zeros. That
+        zeroes a row where it is, not the copies SQLite left behind when it moved the row: a page
+        rebuilt as its b-tree rebalances keeps the old bytes of the cells it moved in its free space,
+        so an earlier version of a node (a label, a summary quoting a forgotten message) could still
+        be read in the file after its row was deleted (a randomised audit found one). ``VACUUM``
+        rewrites every page, and a ``TRUNCATE`` checkpoint then folds the WAL (which holds the old
+        pages too) back into the file and cuts it to zero bytes. The cost follows the file: about 8
+        ms a megabyte here (BENCHMARKS.md, twenty-fifth round).
 
         Raises:
             StoreError: another connection holds a read snapshot, so the WAL could not be emptied.
         """
         with self._lock:
-            if self.get_meta("zeroed") != "1":
-                logger.info("vacuuming %r once: it was written without secure_delete", self.path)
-                self._conn.execute("VACUUM")
-                self.set_meta("zeroed", "1")
+            self._conn.execute("VACUUM")
             busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             raise StoreError(f"store {self.path!r} is in use by another reader; the WAL could not be emptied")
