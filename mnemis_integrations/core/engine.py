@@ -1204,7 +1204,9 @@ class MnemisMemory:
 
         return self._apply(namespace, change)
 
-    def forget(self, message_ids: Iterable[str] | None = None, namespace: str | None = None) -> ForgetReport:
+    def forget(
+        self, message_ids: Iterable[str] | None = None, namespace: str | None = None, *, purge: bool = True
+    ) -> ForgetReport:
         """Remove messages everywhere: graph, vectors, lexical index, persisted file.
 
         Unlike archiving, nothing of the text remains: every fragment that held a message loses
@@ -1213,11 +1215,15 @@ class MnemisMemory:
         :mod:`~mnemis_integrations.core.maintenance.forget`). The rest of the hierarchy, with its
         compaction overviews and review edits, stays as it was. Then the store is purged (SQLite:
         deleted rows zeroed, the file vacuumed, WAL emptied: a cost that follows the file's size, so
-        forget many messages in one call). Safe to repeat: a retry after a crash finishes the purge.
+        forget many messages in one call, or pass ``purge=False`` to each of several calls and call
+        :meth:`purge` once after them). Safe to repeat: a retry after a crash finishes the purge.
 
         Args:
             message_ids: the messages to forget; ``None`` forgets the whole ``namespace``.
             namespace: whose memory (this memory's :attr:`namespace` when only ``message_ids`` is given).
+            purge: purge the store's files now. ``False`` leaves that to a later :meth:`purge`: the
+                messages are gone from the memory and its rows at once (SQLite zeroes a deleted row
+                where it is), but old copies of pages may stay in the file until then.
 
         Returns:
             A :class:`ForgetReport`; ids that were not stored are listed in ``not_found``.
@@ -1258,7 +1264,8 @@ class MnemisMemory:
         with self._lock(ns):
             report = self._retrying(ns, attempt)
             clear_text_caches()  # the process forgets the text too, not only the store
-            self._store.purge()  # also when nothing was found: a retried erasure completes the purge
+            if purge:
+                self._store.purge()  # also when nothing was found: a retried erasure completes the purge
         logger.info(
             "namespace %r: forgot %d messages%s",
             ns,
@@ -1268,12 +1275,13 @@ class MnemisMemory:
         return report
 
     async def aforget(
-        self, message_ids: Iterable[str] | None = None, namespace: str | None = None
+        self, message_ids: Iterable[str] | None = None, namespace: str | None = None, *, purge: bool = True
     ) -> ForgetReport:
-        return await asyncio.to_thread(self.forget, message_ids, namespace)
+        return await asyncio.to_thread(lambda: self.forget(message_ids, namespace, purge=purge))
 
     def purge(self) -> None:
-        """Make what was deleted unrecoverable from the store's files (see :meth:`forget`)."""
+        """Make what was deleted unrecoverable from the store's files (see :meth:`forget`): on SQLite
+        the file is vacuumed, a cost that follows its size."""
         self._store.purge()
 
     def _relabel(self, st: NamespaceState, node_ids: set[str]) -> None:

@@ -132,7 +132,7 @@ def test_a_renamed_entity_takes_its_relations_and_their_records_along(tmp_path):
     mem.close()
 
 
-def _audit_sequence(path, seed: int, steps: int) -> tuple[MnemisMemory, dict[str, str]]:
+def _audit_sequence(path, seed: int, steps: int, purge: bool = True) -> tuple[MnemisMemory, dict[str, str]]:
     """Replay one sequence of the randomised audit that found the leak below: adds of one to four
     messages naming people and a firm in two spellings each, rebalances and forgets, in the order
     ``seed`` draws them, its first ``steps`` steps; returns the memory and the messages still stored."""
@@ -170,7 +170,7 @@ def _audit_sequence(path, seed: int, steps: int) -> tuple[MnemisMemory, dict[str
         else:
             gone = rnd.sample(sorted(said), k=min(len(said), rnd.randint(1, 3)))
             if len(gone) < len(said):
-                mem.forget(gone, namespace="u")
+                mem.forget(gone, namespace="u", purge=purge)
                 for m in gone:
                     said.pop(m)
     return mem, said
@@ -185,6 +185,21 @@ def test_no_old_copy_of_a_node_row_outlives_a_forget_in_the_file(tmp_path):
     mem, said = _audit_sequence(path, 98, steps=13)
     try:
         assert not any(re.search(r"\bGlobexx\b", t) for t in said.values())
+        assert "globexx" not in _everything_stored(mem, path)
+    finally:
+        mem.close()
+
+
+def test_forgets_that_defer_the_purge_erase_the_file_at_the_next_purge(tmp_path):
+    """``forget(purge=False)`` takes the messages out of the memory and its rows at once and leaves the
+    file's purge (a cost that follows the file) to one ``purge()`` after a batch of forgets."""
+    path = tmp_path / "m.db"
+    mem, said = _audit_sequence(path, 98, steps=13, purge=False)
+    try:
+        g = mem.graph("u")
+        assert not any("globexx" in f"{n.label} {n.summary} {n.aliases}".lower() for n in g.nodes())
+        assert not any(e.src == "e:globexx" or e.dst == "e:globexx" for e in g.edges())
+        mem.purge()
         assert "globexx" not in _everything_stored(mem, path)
     finally:
         mem.close()

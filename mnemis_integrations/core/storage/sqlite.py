@@ -388,7 +388,7 @@ class SQLiteStore:
         so an earlier version of a node (a label, a summary quoting a forgotten message) could still
         be read in the file after its row was deleted (a randomised audit found one). ``VACUUM``
         rewrites every page, and a ``TRUNCATE`` checkpoint then folds the WAL (which holds the old
-        pages too) back into the file and cuts it to zero bytes. The cost follows the file: about 8
+        pages too) back into the file and cuts it to zero bytes. The cost follows the file: about 6-8
         ms a megabyte here (BENCHMARKS.md, twenty-fifth round).
 
         Raises:
