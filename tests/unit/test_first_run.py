@@ -81,3 +81,33 @@ def test_the_thread_tuning_can_be_switched_off():
 def test_a_wait_policy_set_by_the_user_is_kept():
     out, err = run_python(_PROBE.replace("SETUP", ""), OMP_DISPLAY_ENV="VERBOSE", OMP_WAIT_POLICY="ACTIVE")
     assert spin_counts(err) != ["0"] and out == "ACTIVE"
+
+
+def test_faiss_runs_on_one_thread_in_every_thread_and_a_forked_child_can_search():
+    """OpenMP keeps its thread count per thread: set only where faiss was first used (here a worker
+    thread, as ``asyncio.to_thread`` runs an ingest), the main thread kept the default pool, and a
+    child forked after the main thread searched hung at its first search (libgomp's workers are not
+    there in the child)."""
+    out, _ = run_python(
+        "import os, select, threading\n"
+        "from mnemis_integrations import MnemisMemory\n"
+        "from mnemis_integrations.core.embedders import HashingEmbedder\n"
+        "mem = MnemisMemory(embedder=HashingEmbedder())\n"
+        "rows = [{'id': str(i), 'speaker': 'a', 'text': f'refund {i} timed out'} for i in range(300)]\n"
+        "t = threading.Thread(target=lambda: mem.add_messages(rows, namespace='u')); t.start(); t.join()\n"
+        "mem.search('refund', namespace='u')\n"
+        "import faiss\n"
+        "print(faiss.omp_get_max_threads())\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    mem.search('refund timed out', namespace='u')\n"
+        "    os.write(w, b'ok')\n"
+        "    os._exit(0)\n"
+        "ready, _, _ = select.select([r], [], [], 20)\n"
+        "print(os.read(r, 2).decode() if ready else 'hung')\n"
+        "if not ready:\n"
+        "    os.kill(pid, 9)\n"
+        "os.waitpid(pid, 0)\n"
+    )
+    assert out.split() == ["1", "ok"]

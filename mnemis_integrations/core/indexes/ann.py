@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..threads import faiss_module
+from ..threads import faiss_module, uses_faiss
 
 __all__ = ["ANN_MIN_VECTORS", "IVFIndex"]
 
@@ -57,10 +57,12 @@ class IVFIndex:
     def __len__(self) -> int:
         return int(self._index.ntotal)
 
+    @uses_faiss
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, np.int64))
         self.writes += len(ids)
 
+    @uses_faiss
     def remove(self, ids: np.ndarray) -> None:
         self._index.remove_ids(np.asarray(ids, np.int64))
         self.writes += len(ids)
@@ -69,6 +71,7 @@ class IVFIndex:
         """Retrain once writes since training exceed the trained size (the centroids drift)."""
         return self.writes > max(self.trained_on, 1)
 
+    @uses_faiss
     def search(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(1, self.dim)
         scores, ids = self._index.search(q, n)

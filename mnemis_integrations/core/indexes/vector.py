@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..threads import faiss_module
+from ..threads import faiss_module, uses_faiss
 from .ann import ANN_MIN_VECTORS, IVFIndex
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ class VectorIndex:
     def __contains__(self, key: str) -> bool:
         return key in self._ids
 
+    @uses_faiss
     def upsert(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Add new keys and overwrite the vectors of present ones (the last row wins for a key
         given twice). A present key is rewritten in place in the flat storage: removing it would
@@ -115,6 +116,7 @@ class VectorIndex:
         if self._ann is not None:
             self._ann.add(vectors, ids)
 
+    @uses_faiss
     def remove(self, keys: Sequence[str]) -> None:
         """Forget keys at once; their rows stay in the flat storage as tombstones, which searches
         skip, until they outnumber an eighth of the live rows: then one compaction drops them all.
@@ -233,6 +235,7 @@ class VectorIndex:
         keys, scores = self._ranked(q, n)
         return dict(zip(keys[:n], scores[:n], strict=True))
 
+    @uses_faiss
     def _ranked(self, q: np.ndarray, n: int) -> tuple[list[str], list[float]]:
         """The ``n`` nearest live keys (``1 <= n <= len(self)``), best first, equal scores by ascending
         key, and past them every key tying the ``n``-th score: a prefix of the full ranking.
@@ -262,6 +265,7 @@ class VectorIndex:
                 keys[a:b] = sorted(keys[a:b])
         return keys, found.tolist()
 
+    @uses_faiss
     def top_scores(self, query: np.ndarray, n: int, group: str | None = None) -> np.ndarray:
         """The cosines of the ``n`` nearest keys (of ``group``), best first: a rank's score without
         building its keys.
@@ -363,6 +367,7 @@ class VectorIndex:
         # einsum, not BLAS: a threaded gemv stalls for milliseconds when the cores are busy.
         return np.einsum("ij,j->i", self._rows(ids), np.asarray(query, np.float32).reshape(self.dim))
 
+    @uses_faiss
     def top(self, query: np.ndarray, n: int) -> dict[str, float]:
         """About the ``n`` nearest keys with their exact cosines.
 
