@@ -327,6 +327,17 @@ class FusionConfig(_Frozen):
         "held-out part): current state first .900 -> .907 (tune), .756 -> .769 (held-out), budget recall "
         "unchanged, MRR .797 -> .799 / .794 -> .793; LoCoMo dev recall unchanged, MRR .643 -> .641.",
     )
+    present_state_judge: float | None = Field(
+        -3.0,
+        description="Also for the newer hit of `present_state_head`: it goes before an older one it names no "
+        "entity in common with when the offline update judge, asked at search time, scores one of its "
+        "messages as replacing one of the older hit's at least this high (log-odds; the builder links at "
+        "`build.update_min_score`, -1.0, so these are the pairs it judged too unsure to link, now read only "
+        "where one question meets both). None: off. Scenario suite (incremental, twenty-sixth round, chosen "
+        "on the tune split among -2.0 / -2.5 / -3.0): current state first .834 -> .845 (tune), .746 -> .755 "
+        "(held-out), budget recall unchanged, MRR .814 -> .820 / .802 -> .803; LoCoMo dev recall unchanged, "
+        "MRR .641 -> .640.",
+    )
     link_focus_hits: int = Field(
         10,
         ge=0,

@@ -648,11 +648,27 @@ COUNTED = ["f_draft", "f_cake", "f_count"]  # as ranked; f_count newest
             ["f_count", "f_draft", "f_cake"],
         ),
         (
-            "no specific entity in common",
+            "no specific entity in common, and the update judge not asked",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {"fusion": {"present_state_judge": None}},
+            COUNTED,
+        ),
+        (
+            "no specific entity in common, but the update judge reads 52 as replacing 40",
             "How many guests are we expecting?",
             {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
             {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
             {},
+            ["f_count", "f_draft", "f_cake"],
+        ),
+        (
+            "no specific entity in common, and the judge not that sure",
+            "How many guests are we expecting?",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
+            {"fusion": {"present_state_judge": 50.0}},
             COUNTED,
         ),
         (
@@ -660,7 +676,7 @@ COUNTED = ["f_draft", "f_cake", "f_count"]  # as ranked; f_count newest
             "How many guests are we expecting?",
             {"f_draft": ["Bristol"], "f_cake": ["Bristol"], "f_count": ["Bristol"]},
             {"f_draft": 0.8, "f_cake": 0.75, "f_count": 0.75},
-            {"relation": {"bridge_max_fragments": 2}},
+            {"relation": {"bridge_max_fragments": 2}, "fusion": {"present_state_judge": None}},
             COUNTED,
         ),
         (
@@ -689,9 +705,9 @@ COUNTED = ["f_draft", "f_cake", "f_count"]  # as ranked; f_count newest
         ),
     ],
 )
-def test_a_newer_hit_naming_the_same_specific_thing_goes_before_the_older_one(
-    why, text, mentions, scores, fusion, order
-):
+def test_a_newer_hit_on_the_same_matter_goes_before_the_older_one(why, text, mentions, scores, fusion, order):
+    """The same matter: a specific entity both name, or a pair the update judge scores at least
+    ``fusion.present_state_judge`` (one the builder was too unsure to link)."""
     q = _query(toy_state(COUSINS, mentions=mentions), text, config=DEFAULT.with_(**fusion))
     got, lifted = search._state_in_force_first(q, COUNTED, scores)
     assert got == order, why

@@ -42,6 +42,7 @@ __all__ = [
     "Earlier",
     "OfflineUpdateJudge",
     "announces_change",
+    "candidate_scores",
     "change_values",
     "pair_features",
     "replaced",
@@ -294,45 +295,54 @@ class OfflineUpdateJudge:
     ) -> str | None:
         """The earlier message ``m`` replaces, if any clears ``update_min_score``; ``unsaid``: indexed
         messages that had not arrived yet."""
-        said = time_order(m)
-        hidden = set(unsaid)
-
-        def earlier(mid: str) -> bool:
-            other = st.messages.get(mid)
-            return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
-
-        near = sorted(
-            (
-                (k, c)
-                for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
-                if earlier(k)
-            ),
-            key=lambda kc: (-kc[1], kc[0]),
-        )[:POOL]
-        by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
-        terms = st.lexical.terms(m.id)
-        rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
-        mine = sum(rarity.values())
-        cosine = dict(near)
-        pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
-        weights = st.lexical.weights(pool, hidden=unsaid)
-        cands = []
-        for k in pool:
-            other = st.messages[k]
-            cands.append(
-                Earlier(
-                    k,
-                    other.text,
-                    other.speaker,
-                    abs(m.seq - other.seq),
-                    sum(rarity[t] for t in terms & st.lexical.terms(k)),
-                    weights[k],
-                    cosine.get(k),
-                )
-            )
-        ranked = replaced(m.text, m.speaker, mine, cands)
         floor = self.cfg.update_min_score
+        ranked = candidate_scores(st, m, unsaid)
         return next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
+
+
+def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ()) -> list[tuple[str, float]]:
+    """The earlier messages ``m`` may replace, each with the judge's log-odds, best first
+    (:func:`replaced`): its ``POOL`` nearest earlier messages by vector and by word overlap, those
+    that pass the change gate. ``unsaid``: indexed messages that had not arrived yet (hidden)."""
+    if m.id not in st.msg_vectors or m.id not in st.lexical:
+        return []
+    said = time_order(m)
+    hidden = set(unsaid)
+
+    def earlier(mid: str) -> bool:
+        other = st.messages.get(mid)
+        return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
+
+    near = sorted(
+        (
+            (k, c)
+            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
+            if earlier(k)
+        ),
+        key=lambda kc: (-kc[1], kc[0]),
+    )[:POOL]
+    by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
+    terms = st.lexical.terms(m.id)
+    rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
+    mine = sum(rarity.values())
+    cosine = dict(near)
+    pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+    weights = st.lexical.weights(pool, hidden=unsaid)
+    cands = []
+    for k in pool:
+        other = st.messages[k]
+        cands.append(
+            Earlier(
+                k,
+                other.text,
+                other.speaker,
+                abs(m.seq - other.seq),
+                sum(rarity[t] for t in terms & st.lexical.terms(k)),
+                weights[k],
+                cosine.get(k),
+            )
+        )
+    return replaced(m.text, m.speaker, mine, cands)
 
 
 def _active_fragments(st: NamespaceState, idx: BuildIndex, mid: str, but: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..builder.updates import candidate_scores
 from ..changes import asks, has_change_cue, states_change, states_decision
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
@@ -552,8 +554,9 @@ def _state_in_force_first(
     (a successor, a restatement with a change: ``_place_successors``), which no newer hit passes: for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
     builder or not. Any other question ("How many guests are we expecting?") is read as asking for
-    what holds now too, but only a newer hit naming the same specific thing as an older one goes before
-    it (among the first ``fusion.present_state_head``, within ``fusion.present_state_margin``). Only the
+    what holds now too, but only a newer hit on the same matter as an older one (naming the same specific
+    thing, or judged to replace it: ``_newer_before``) goes before it (among the first
+    ``fusion.present_state_head``, within ``fusion.present_state_margin``). Only the
     order they are read in changes: each hit keeps its score, and a token budget, which follows the
     scores, shows the same messages of them as without the rule.
     """
@@ -586,9 +589,12 @@ def _newer_before(
 ) -> list[str]:
     """Each dated fragment of ``first`` goes before the first older fragment there that is not in
     ``hold``, outscores it by no more than ``margin`` (its score at least (1 - ``margin``) x that
-    one's) and, with ``same_entity``, names a specific entity it names too (one in at most
-    ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker). Other hits keep their
-    places; with ``margin`` 1 and nothing held, the fragments read newest first.
+    one's) and, with ``same_entity``, is on the same matter: it names a specific entity it names too
+    (one in at most ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker), or the
+    update judge scores one of its messages as replacing one of the older's at least
+    ``fusion.present_state_judge`` (a pair the builder found too unsure to link: "Ok. £15 a plot from
+    the April renewal" after "the water charge stays at £12 a plot"). Other hits keep their places;
+    with ``margin`` 1 and nothing held, the fragments read newest first.
 
     A subtopic in common is no matter in common: a long conversation's subtopics gather a dozen
     stretches, and ordering those by time cost LoCoMo dev 6 points of MRR (BENCHMARKS.md, fourteenth
@@ -598,18 +604,37 @@ def _newer_before(
     dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
     cap = q.config.relation.bridge_max_fragments
     named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if same_entity else {}
+    judge_floor = q.config.fusion.present_state_judge
+
+    def same_matter(new: str, old: str) -> bool:
+        if named[new] & named[old]:
+            return True
+        return judge_floor is not None and _judged_to_replace(st, new, old, judge_floor)
 
     def goes_before(new: str, old: str) -> bool:
         return (
             old not in hold
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
-            and (not same_entity or bool(named[new] & named[old]))
+            and (not same_entity or same_matter(new, old))
         )
 
     out, _ = _pass_up(dated, goes_before)
     fragments, in_order = set(dated), iter(out)
     return [next(in_order) if i in fragments else i for i in first]
+
+
+def _judged_to_replace(st: NamespaceState, new: str, old: str, floor: float) -> bool:
+    """Does the offline update judge score a message of fragment ``new`` as replacing one of ``old``'s
+    at least ``floor``? Each message's candidates are judged once per write version."""
+    judged = memo(st, "judged_candidates", None, dict)
+    olds = set(st.node(old).source_ids)
+    for m in st.fragment_messages(new):
+        if m.id not in judged:
+            judged[m.id] = dict(candidate_scores(st, m))
+        if any(judged[m.id].get(o, -math.inf) >= floor for o in olds):
+            return True
+    return False
 
 
 def _pass_up(
