@@ -518,6 +518,8 @@ def test_a_newer_hit_stays_where_it_ranks_unless_it_restates_the_older_with_a_ch
         ("How many guests at first?", "f_draft"),  # the earlier state, where it ranks
         ("How many guests are coming now, and how many at first?", "f_final"),  # both: the end first
         ("最后来多少客人？一开始是多少？", "f_final"),
+        # "actually" asks for the value that held; "first" there names the list, not an earlier state
+        ("How many guests did the first list actually have?", "f_final"),
     ],
 )
 def test_a_question_about_the_past_that_also_asks_where_it_ended_reads_the_state_in_force_first(text, first):
@@ -595,6 +597,8 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Nordwind 最后选了哪个方案？", 3, ["f_quote", "c_billing", "f_kickoff", "f_signed"]),
         ("Which plan is Nordwind on now?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
+        ("Which plan did Nordwind actually take?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 到底选了哪个方案？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         # asks where it ended and where it began: the end first too
         (
             "Which plan is Nordwind on now, and which did it take first?",

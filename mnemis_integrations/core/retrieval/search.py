@@ -468,9 +468,11 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 
 # A question that asks for the end state names it: then the newest restatement wins wherever the
 # hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
+# "Actually" / "到底" ask for the value that held in the end, after a quote, an estimate or a misreading
+# ("What did Dev's first order actually cost?": there "first" names the order, not an earlier state).
 _ASKS_FOR_THE_END = re.compile(
     r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
-    r"latest|by now)\b|最后|最终|现在|目前|如今|后来|到头来",
+    r"latest|by now|actually)\b|最后|最终|现在|目前|如今|后来|到头来|到底|实际",
     re.IGNORECASE,
 )
 
