@@ -718,6 +718,76 @@ def test_a_newer_hit_on_the_same_matter_goes_before_the_older_one(why, text, men
     assert lifted == {i for i in order if order.index(i) < COUNTED.index(i)}
 
 
+# The count, newest, ranks fifth: below the end-state head of four.
+COUNT_LATE = {
+    "c_party": {
+        "s_list": {"f_draft": ["Guest list draft: I count 40, the Bristol cousins too."]},
+        "s_food": {
+            "f_cake": ["Cake from Bakewell's."],
+            "f_wine": ["Wine from the shop on the corner."],
+            "f_music": ["Band booked."],
+            "f_count": ["With the Bristol cousins we're at 52."],
+        },
+    }
+}
+COUNT_RANKED = ["f_draft", "f_cake", "f_wine", "f_music", "f_count"]
+COUNT_READ = ["f_music", "f_wine", "f_cake", "f_draft"]  # the head of four, newest first
+
+
+@pytest.mark.parametrize(
+    "why, mentions, fusion, placed, order",
+    [
+        (
+            "on the same matter: it goes before the older word too",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"present_state_judge": None},
+            set(),
+            [*COUNT_READ[:3], "f_count", "f_draft"],
+        ),
+        (
+            "no entity in common, but judged to replace it (52 after 40)",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {},
+            set(),
+            [*COUNT_READ[:3], "f_count", "f_draft"],
+        ),
+        (
+            "another matter: it stays below the head",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {"present_state_judge": None},
+            set(),
+            [*COUNT_READ, "f_count"],
+        ),
+        (
+            "a placed hit is held",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"present_state_judge": None},
+            {"f_draft"},
+            ["f_draft", "f_music", "f_wine", "f_cake", "f_count"],
+        ),
+        (
+            "beyond the first present_state_head",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"present_state_judge": None, "present_state_head": 4},
+            set(),
+            [*COUNT_READ, "f_count"],
+        ),
+    ],
+)
+def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_older_word(
+    why, mentions, fusion, placed, order
+):
+    config = DEFAULT.with_(fusion={"end_state_head": 4, **fusion})
+    q = _query(
+        toy_state(COUNT_LATE, mentions=mentions),
+        "How many guests are we expecting in the end?",
+        config=config,
+    )
+    got, lifted = search._state_in_force_first(q, COUNT_RANKED, {}, placed=placed)
+    assert got == order, why
+    assert ("f_count" in lifted) == (order.index("f_count") < COUNT_RANKED.index("f_count")), why
+
+
 def test_a_hit_moved_up_for_the_end_state_keeps_its_score_and_says_newer():
     text = "Which plan did Nordwind take in the end?"
     fused = _fused({"f_kickoff": 0.8, "f_quote": 0.7, "f_signed": 0.2})

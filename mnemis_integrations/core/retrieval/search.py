@@ -555,9 +555,11 @@ def _state_in_force_first(
     first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
     (a successor, a restatement with a change: ``_place_successors``), which no newer hit passes: for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
-    builder or not. Any other question ("How many guests are we expecting?") is read as asking for
-    what holds now too, but only a newer hit on the same matter as an older one (naming the same specific
-    thing, or judged to replace it: ``_newer_before``) goes before it (among the first
+    builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
+    as an older one above it (as told below) goes before it, placed hits held the same way. Any other
+    question ("How many guests are we expecting?") is read as asking for what holds now too, but only
+    a newer hit on the same matter as an older one (naming the same specific thing, or judged to
+    replace it: ``_newer_before``) goes before it (among the first
     ``fusion.present_state_head``, within ``fusion.present_state_margin``). Only the
     order they are read in changes: each hit keeps its score, and a token budget, which follows the
     scores, shows the same messages of them as without the rule.
@@ -572,12 +574,19 @@ def _state_in_force_first(
     first = ranked[:head]
     if asks_end:
         reordered = _newer_before(q, first, scores, 1.0, same_entity=False, hold=placed)
+        # The current state often ranks just below the head: a newer hit among the first
+        # present_state_head on the same matter as an older one above it goes before it too.
+        reach = max(head, fcfg.present_state_head)
+        first = ranked[:reach]
+        reordered = _newer_before(
+            q, reordered + ranked[head:reach], scores, 1.0, same_entity=True, hold=placed
+        )
     else:
         # Here a placed hit may be passed: holding them lost every question this rule gains (a
         # successor placed by a wrong link is often what the newer hit corrects).
         reordered = _newer_before(q, first, scores, fcfg.present_state_margin, same_entity=True)
     lifted = {i for n, i in enumerate(reordered) if n < first.index(i)}
-    return reordered + ranked[head:], lifted
+    return reordered + ranked[len(first) :], lifted
 
 
 def _newer_before(
