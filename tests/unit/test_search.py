@@ -718,15 +718,17 @@ def test_a_newer_hit_on_the_same_matter_goes_before_the_older_one(why, text, men
     assert lifted == {i for i in order if order.index(i) < COUNTED.index(i)}
 
 
-# The count, newest, ranks fifth: below the end-state head of four.
+# COUSINS with two more matters said between the draft and the count: the count, newest, ranks fifth,
+# below the end-state head of four.
+_FOOD = COUSINS["c_party"]["s_food"]
 COUNT_LATE = {
     "c_party": {
-        "s_list": {"f_draft": ["Guest list draft: I count 40, the Bristol cousins too."]},
+        "s_list": COUSINS["c_party"]["s_list"],
         "s_food": {
-            "f_cake": ["Cake from Bakewell's."],
+            "f_cake": _FOOD["f_cake"],
             "f_wine": ["Wine from the shop on the corner."],
             "f_music": ["Band booked."],
-            "f_count": ["With the Bristol cousins we're at 52."],
+            "f_count": _FOOD["f_count"],
         },
     }
 }
