@@ -441,6 +441,38 @@ def test_before_the_switch_a_fact_has_no_successor_to_place():
     assert ranking.ids == ["f_plan_a"] and not ranking.moved
 
 
+@pytest.mark.parametrize(
+    "why, text, floor, as_of, placed",
+    [
+        (
+            "the judge scores plan B's message as replacing plan A's",
+            "Which plan for the hosting?",
+            -1.0,
+            None,
+            True,
+        ),
+        ("off (the default)", "Which plan for the hosting?", None, None, False),
+        ("a floor the pair does not reach", "Which plan for the hosting?", 9.0, None, False),
+        ("a question about the past", "Which plan did we pick at first?", -1.0, None, False),
+        ("plan B not yet said", "Which plan for the hosting?", -1.0, BEFORE_THE_SWITCH, False),
+    ],
+)
+def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
+    why, text, floor, as_of, placed
+):
+    st = toy_state()  # no updates link: "Pause plan A: we switched to plan B" judged at search time
+    config = DEFAULT.with_(fusion={"judged_successor_floor": floor}) if floor is not None else DEFAULT
+    q = _query(st, text, config=config, as_of=as_of)
+    fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6})
+    ranking = search._place_successors(q, ["f_plan_a", "f_refund"], fused, [], {"m3": 0.9, "m1": 0.2})
+    if placed:
+        # each hit keeps its score, the successor new to the hits its own: a budget shows the same messages
+        assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}, why
+        assert ranking.scores == [0.0, 0.8, 0.6]
+    else:
+        assert ranking.ids == ["f_plan_a", "f_refund"] and not ranking.moved, why
+
+
 GUESTS = {
     "c_party": {
         "s_venue": {"f_hall": ["The hall fits 60 guests, we pay 300 for it."]},

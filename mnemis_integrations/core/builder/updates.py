@@ -20,7 +20,7 @@ each message of a fragment just written and supersedes the fragments holding wha
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,8 @@ __all__ = [
     "announces_change",
     "candidate_scores",
     "change_values",
+    "gate_passed",
+    "later_neighbours",
     "pair_features",
     "replaced",
     "score",
@@ -162,6 +164,15 @@ def announces_change(features: Mapping[str, float]) -> bool:
     earlier one. Without it, small talk that repeats itself ("That's awesome, Caroline!") would be
     judged on overlap alone; 84% of the annotated updates of the tune split pass it."""
     return bool(features["cue"] or features["values_changed"])
+
+
+def gate_passed(new_text: str, old_text: str) -> bool:
+    """:func:`announces_change` for a pair, read off the texts without the features: a search asks it
+    first, since most pairs fail it and judging one costs a neighbourhood lookup."""
+    if has_change_cue(new_text):
+        return True
+    mine, theirs = stated_values(new_text), stated_values(old_text)
+    return bool(mine and theirs and mine - theirs)
 
 
 def score(
@@ -343,6 +354,18 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
             )
         )
     return replaced(m.text, m.speaker, mine, cands)
+
+
+def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) -> list[str]:
+    """The ``keep`` messages nearest ``mid`` by vector and by word overlap (``POOL`` of each): where a
+    message that replaces ``mid`` is looked for at search time, the reverse of :func:`candidate_scores`'
+    pool. Bounded whatever the size of the namespace."""
+    if mid not in st.msg_vectors or mid not in st.lexical:
+        return []
+    near = [k for k in st.msg_vectors.top(st.msg_vectors.get(mid), 4 * POOL) if k != mid and keep(k)][:POOL]
+    found = st.lexical.overlapping(st.messages[mid].text, POOL, keep, max_df=OVERLAP_MAX_DF)
+    by_overlap = [k for k, _ in found]
+    return list(dict.fromkeys(near + by_overlap))
 
 
 def _active_fragments(st: NamespaceState, idx: BuildIndex, mid: str, but: str) -> list[str]:

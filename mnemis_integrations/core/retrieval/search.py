@@ -11,7 +11,7 @@ from datetime import datetime
 
 import numpy as np
 
-from ..builder.updates import candidate_scores
+from ..builder.updates import candidate_scores, gate_passed, later_neighbours
 from ..changes import asks, has_change_cue, states_change, states_decision
 from ..config import MemoryConfig
 from ..embedders import EmbedderProfile
@@ -726,7 +726,74 @@ def _place_successors(
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
+    # Successors judged at search time go before the hit they replace, each hit keeping its score (one
+    # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
+    judged = _judged_successors(q, ranked, message_scores or {})
+    if judged:
+        ranked, placed = place_successors(ranked, judged)
+        moved |= placed
+        for nid in placed:
+            shown.setdefault(nid, float(fused.scores.get(nid, 0.0)))
     return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest, attached)
+
+
+def _judged_successors(
+    q: _Query, ranked: list[str], message_scores: Mapping[str, float]
+) -> dict[str, list[str]]:
+    """Successors the builder was too unsure to link, read where a query meets them: for each active
+    dated fragment among the first ``fusion.judged_successor_head`` hits, the active fragment holding
+    the later message the offline update judge scores highest as replacing the hit's best match to the
+    query, when at least ``fusion.judged_successor_floor``. Not for a question about the past. Returns
+    hit -> [its successor], as ``place_successors`` takes them.
+
+    Bounded whatever the namespace's size: the later messages looked at are the replaced message's
+    nearest by vector and by word overlap (``builder.updates.later_neighbours``), each judged once per
+    write version.
+    """
+    fcfg = q.config.fusion
+    floor = fcfg.judged_successor_floor
+    if floor is None or fcfg.judged_successor_head < 1 or _asks_only_about_the_past(q.text):
+        return {}
+    st = q.st
+    judged = memo(st, "judged_candidates", None, dict)
+    out: dict[str, list[str]] = {}
+    for nid in ranked[: fcfg.judged_successor_head]:
+        node = st.node(nid)
+        if node.kind != NodeKind.FRAGMENT or node.event_time is None or q.status.get(nid) != Status.ACTIVE:
+            continue
+        own = set(node.source_ids)
+        scored = [m for m in node.source_ids if m in message_scores]
+        olds = [max(scored, key=lambda m: (message_scores[m], m))] if scored else list(node.source_ids)
+        best: tuple[float, str] | None = None
+        for o in olds:
+
+            def visible_later(k: str, said: tuple = time_order(st.messages[o]), own: set = own) -> bool:
+                other = st.messages.get(k)
+                return (
+                    other is not None
+                    and k not in own
+                    and time_order(other) > said
+                    and (q.as_of is None or other.timestamp is None or other.timestamp <= q.as_of)
+                    and st.msg_fragment.get(k) in q.allowed
+                )
+
+            for k in later_neighbours(st, o, visible_later):
+                if not gate_passed(st.messages[k].text, st.messages[o].text):
+                    continue
+                if k not in judged:
+                    judged[k] = dict(candidate_scores(st, st.messages[k]))
+                s = judged[k].get(o)
+                if s is not None and s >= floor and (best is None or (s, k) > best):
+                    best = (s, k)
+        if best is None:
+            continue
+        succ = st.msg_fragment[best[1]]
+        if q.status.get(succ) == Status.SUPERSEDED:
+            newest = visible_successors(st.graph, succ, q.allowed)
+            succ = newest[0] if newest else succ
+        if succ != nid and q.status.get(succ) == Status.ACTIVE:
+            out[nid] = [succ]
+    return out
 
 
 def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
