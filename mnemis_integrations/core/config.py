@@ -339,18 +339,26 @@ class FusionConfig(_Frozen):
         "MRR .641 -> .640.",
     )
     judged_successor_floor: float | None = Field(
-        None,
-        description="A successor the builder did not link, found at search time: for a question not about "
-        "the past, each active fragment among the first `judged_successor_head` hits is preceded, as by an "
-        "`updates` link, by the fragment holding the later message the offline update judge scores highest "
-        "as replacing the hit's best match to the query, when at least this high (log-odds; the builder "
-        "links at `build.update_min_score`). Each hit keeps its score, so budget recall is unchanged. None: "
-        "off. At -1.0 (twenty-eighth round, scenario suite incremental): current state first .860 -> .865 "
-        "(tune), .772 -> .774 (held-out), MRR .812 -> .810 / .800 -> .799, LoCoMo dev MRR .640 -> .632; a "
-        "search costs 1.7-2.2x as long (about 4 ms more at 200-419 messages), so it is off by default.",
+        -1.0,
+        description="A successor the builder did not link, found at search time: for a question that "
+        "asks for the end state (`judged_successor_questions`), each active fragment among the first "
+        "`judged_successor_head` hits is preceded, as by an `updates` link, by the fragment holding the "
+        "later message the offline update judge scores highest as replacing the hit's best match to the "
+        "query, when at least this high (log-odds; the builder links at `build.update_min_score`). Each "
+        "hit keeps its score, so budget recall is unchanged. None: off. Twenty-eighth round, scenario "
+        "suite incremental, at -1.0: for end-state questions, current state first .860 -> .865 (tune), "
+        ".772 -> .774 (held-out), MRR .812 -> .812 / .798 -> .798, LoCoMo dev unchanged (MRR .640); such "
+        "a search takes about 1.3x as long, others the same. For every question not about the past: the "
+        "same gains, MRR .810 / .799, LoCoMo dev MRR .632, and every search 1.7-2.2x as long.",
     )
     judged_successor_head: int = Field(
         6, ge=0, description="How many of the first hits `judged_successor_floor` looks behind."
+    )
+    judged_successor_questions: Literal["end_state", "not_past"] = Field(
+        "end_state",
+        description="Which questions `judged_successor_floor` serves: those that ask for the end state "
+        "('now', 'in the end', '最后'), so that only they pay its cost; or every question not about the "
+        "past.",
     )
     link_focus_hits: int = Field(
         10,

@@ -442,27 +442,40 @@ def test_before_the_switch_a_fact_has_no_successor_to_place():
 
 
 @pytest.mark.parametrize(
-    "why, text, floor, as_of, placed",
+    "why, text, fusion, as_of, placed",
     [
+        ("the judge scores plan B's message as replacing plan A's", "Which plan is it now?", {}, None, True),
+        ("a question not about the end state", "Which plan for the hosting?", {}, None, False),
         (
-            "the judge scores plan B's message as replacing plan A's",
+            "the option serving it too",
             "Which plan for the hosting?",
-            -1.0,
+            {"judged_successor_questions": "not_past"},
             None,
             True,
         ),
-        ("off (the default)", "Which plan for the hosting?", None, None, False),
-        ("a floor the pair does not reach", "Which plan for the hosting?", 9.0, None, False),
-        ("a question about the past", "Which plan did we pick at first?", -1.0, None, False),
-        ("plan B not yet said", "Which plan for the hosting?", -1.0, BEFORE_THE_SWITCH, False),
+        ("off", "Which plan is it now?", {"judged_successor_floor": None}, None, False),
+        (
+            "a floor the pair does not reach",
+            "Which plan is it now?",
+            {"judged_successor_floor": 9.0},
+            None,
+            False,
+        ),
+        (
+            "a question about the past",
+            "Which plan first?",
+            {"judged_successor_questions": "not_past"},
+            None,
+            False,
+        ),
+        ("plan B not yet said", "Which plan is it now?", {}, BEFORE_THE_SWITCH, False),
     ],
 )
 def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
-    why, text, floor, as_of, placed
+    why, text, fusion, as_of, placed
 ):
     st = toy_state()  # no updates link: "Pause plan A: we switched to plan B" judged at search time
-    config = DEFAULT.with_(fusion={"judged_successor_floor": floor}) if floor is not None else DEFAULT
-    q = _query(st, text, config=config, as_of=as_of)
+    q = _query(st, text, config=DEFAULT.with_(fusion=fusion), as_of=as_of)
     fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6})
     ranking = search._place_successors(q, ["f_plan_a", "f_refund"], fused, [], {"m3": 0.9, "m1": 0.2})
     if placed:
@@ -891,7 +904,9 @@ def test_a_vague_query_falls_back_to_the_semantic_path():
     st = toy_state(mentions={"f_pricing": ["Acme"]})
     hits = _search(st, "how did that thing end up?")
     assert len(hits) >= 5
-    assert all("relation" not in h.via and ("fallback" in h.via or "supplement" in h.via) for h in hits)
+    found = [h for h in hits if h.via != ("successor",)]  # plan B comes as plan A's judged successor
+    assert [h.node_id for h in hits if h not in found] == ["f_plan_b"]
+    assert all("relation" not in h.via and ("fallback" in h.via or "supplement" in h.via) for h in found)
     named = _search(st, "What does Acme want for the pricing plan?")
     assert "relation" in named[0].via and all("fallback" not in h.via for h in named)
 

@@ -743,7 +743,8 @@ def _judged_successors(
     """Successors the builder was too unsure to link, read where a query meets them: for each active
     dated fragment among the first ``fusion.judged_successor_head`` hits, the active fragment holding
     the later message the offline update judge scores highest as replacing the hit's best match to the
-    query, when at least ``fusion.judged_successor_floor``. Not for a question about the past. Returns
+    query, when at least ``fusion.judged_successor_floor``. Not for a question about the past, and with
+    ``fusion.judged_successor_questions`` "end_state" only for one that asks for the end state. Returns
     hit -> [its successor], as ``place_successors`` takes them.
 
     Bounded whatever the namespace's size: the later messages looked at are the replaced message's
@@ -753,6 +754,8 @@ def _judged_successors(
     fcfg = q.config.fusion
     floor = fcfg.judged_successor_floor
     if floor is None or fcfg.judged_successor_head < 1 or _asks_only_about_the_past(q.text):
+        return {}
+    if fcfg.judged_successor_questions == "end_state" and not _ASKS_FOR_THE_END.search(q.text):
         return {}
     st = q.st
     judged = memo(st, "judged_candidates", None, dict)
