@@ -85,6 +85,16 @@ def test_ranked_values_hits_by_score_and_keeps_the_order_they_are_read_in():
     assert dict(fit_ranked(19, hits=read)) == dict(fit_ranked(19, hits=scored))
 
 
+def test_ranked_breaks_equal_values_by_score_rank_not_by_the_order_hits_are_read_in():
+    scored = [replace(h, score=s) for h, s in zip(HITS, (0.9, 0.8, 0.7), strict=True)]
+    read = [scored[1], scored[0], scored[2]]
+    # c = 1, decay 0.5: A's second message and B's first are both worth 0.5; the better-scored hit's goes
+    # first, wherever the hits are read
+    settings = {"rank_discount": 1.0, "message_decay": 0.5}
+    assert dict(fit_ranked(10, hits=scored, **settings)) == {"A": ("a", "c")}
+    assert dict(fit_ranked(10, hits=read, **settings)) == {"A": ("a", "c")}
+
+
 def test_ranked_settings_trade_places_for_depth():
     # A steep rank discount keeps the budget on the best hit; a steep message decay spreads it.
     assert fit_ranked(18) == [("A", ("a", "c")), ("B", ("d", "e"))]

@@ -153,15 +153,18 @@ def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
     passed over, and so are the rest of its hit's (a hit shows a prefix of its focus)."""
     c, decay = config.rank_discount, config.message_decay
     # A hit's rank is its place by score: a rule that only changes the order the first hits are read
-    # in (the end state first, retrieval.search) changes neither what they show nor what fits.
+    # in (the end state first, retrieval.search) changes neither what they show nor what fits. Equal
+    # values (c = 3, decay 0.7: rank 7's first message and rank 4's second) go by that rank too, not
+    # by place in the list.
     by_score = sorted(range(len(packing.hits)), key=lambda i: (-packing.hits[i].score, i))
     rank = {i: r for r, i in enumerate(by_score)}
-    units: list[tuple[bool, float, int, int]] = []
+    units: list[tuple[bool, float, int, int, int]] = []
     for i, hit in enumerate(packing.hits):
         deferred = config.defer_summaries and hit.kind != "fragment"
         places = len(hit.focus) if packing.narrowable(i) else 1
-        units += [(deferred, -(c / (rank[i] + c)) * decay**place, i, place) for place in range(places)]
-    for _deferred, _value, i, place in sorted(units):
+        value = -(c / (rank[i] + c))
+        units += [(deferred, value * decay**place, rank[i], place, i) for place in range(places)]
+    for _deferred, _value, _rank, place, i in sorted(units):
         if not packing.narrowable(i):
             packing.attempt(i, None)
             continue
