@@ -637,15 +637,22 @@ def _newer_before(
 
 def _judged_to_replace(st: NamespaceState, new: str, old: str, floor: float) -> bool:
     """Does the offline update judge score a message of fragment ``new`` as replacing one of ``old``'s
-    at least ``floor``? Each message's candidates are judged once per write version."""
-    judged = memo(st, "judged_candidates", None, dict)
+    at least ``floor``?"""
     olds = set(st.node(old).source_ids)
     for m in st.fragment_messages(new):
-        if m.id not in judged:
-            judged[m.id] = dict(candidate_scores(st, m))
-        if any(judged[m.id].get(o, -math.inf) >= floor for o in olds):
+        judged = _judged_candidates(st, m.id)
+        if any(judged.get(o, -math.inf) >= floor for o in olds):
             return True
     return False
+
+
+def _judged_candidates(st: NamespaceState, mid: str) -> dict[str, float]:
+    """The earlier messages the offline update judge scores message ``mid`` as replacing, with their
+    log-odds (``candidate_scores``): judged once per write version, whichever search rule asks."""
+    judged = memo(st, "judged_candidates", None, dict)
+    if mid not in judged:
+        judged[mid] = dict(candidate_scores(st, st.messages[mid]))
+    return judged[mid]
 
 
 def _pass_up(
@@ -758,7 +765,6 @@ def _judged_successors(
     if fcfg.judged_successor_questions == "end_state" and not _ASKS_FOR_THE_END.search(q.text):
         return {}
     st = q.st
-    judged = memo(st, "judged_candidates", None, dict)
     out: dict[str, list[str]] = {}
     for nid in ranked[: fcfg.judged_successor_head]:
         node = st.node(nid)
@@ -783,9 +789,7 @@ def _judged_successors(
             for k in later_neighbours(st, o, visible_later):
                 if not gate_passed(st.messages[k].text, st.messages[o].text):
                     continue
-                if k not in judged:
-                    judged[k] = dict(candidate_scores(st, st.messages[k]))
-                s = judged[k].get(o)
+                s = _judged_candidates(st, k).get(o)
                 if s is not None and s >= floor and (best is None or (s, k) > best):
                     best = (s, k)
         if best is None:
