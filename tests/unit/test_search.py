@@ -426,6 +426,18 @@ def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
     assert search._place_successors(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
 
 
+@pytest.mark.parametrize("judged, leads", [(set(), True), ({"f_keys"}, False)])
+def test_a_link_leads_a_hit_only_when_its_successor_was_placed_before_it_by_the_link(judged, leads):
+    # f_keys replaces f_flat's m1 (a builder link); placed by a search-time judgement before another hit
+    # instead, it sits below f_flat, and its link says nothing about why f_flat is shown where it is
+    st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
+    q = _query(st, "When do we get the keys now?")
+    order = ["f_keys", "f_flat", "f_cake"] if not judged else ["f_flat", "f_keys", "f_cake"]
+    ranking = search._Ranking(order, [0.9, 0.8, 0.5], [], {"f_keys"}, judged=judged)
+    expected = {"f_flat": ("m1",), "f_keys": ("m3",)} if leads else {}
+    assert search._link_messages(q, ranking) == expected
+
+
 def test_a_successor_that_does_not_lead_keeps_its_own_rank():
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?")

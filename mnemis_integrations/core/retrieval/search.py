@@ -167,6 +167,7 @@ class _Ranking:
     moved: set[str]  # successors placed next to the superseded hit they replace
     lifted: set[str] = field(default_factory=set)  # newer hits placed before an older hit they restate
     attached: set[str] = field(default_factory=set)  # successors shown after the hits, unranked themselves
+    judged: set[str] = field(default_factory=set)  # of ``moved``, placed only by a search-time judgement
 
 
 def dual_path_search(
@@ -736,12 +737,13 @@ def _place_successors(
     # Successors judged at search time go before the hit they replace, each hit keeping its score (one
     # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
     judged = _judged_successors(q, ranked, message_scores or {})
+    placed: set[str] = set()
     if judged:
         ranked, placed = place_successors(ranked, judged)
-        moved |= placed
         for nid in placed:
             shown.setdefault(nid, float(fused.scores.get(nid, 0.0)))
-    return _Ranking(ranked, [shown[i] for i in ranked], supplemented, moved, lifted | newest, attached)
+    scores = [shown[i] for i in ranked]
+    return _Ranking(ranked, scores, supplemented, moved | placed, lifted | newest, attached, placed - moved)
 
 
 def _judged_successors(
@@ -841,7 +843,9 @@ def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
         if q.status.get(nid) != Status.SUPERSEDED:
             continue
         for edge in q.st.graph.in_edges(nid, EdgeKind.UPDATES):
-            if edge.src in ranking.moved:  # shown, placed before what it replaces
+            # Shown, placed before what it replaces by its link; one placed by a judgement at search time
+            # goes before another hit, maybe below this one.
+            if edge.src in ranking.moved and edge.src not in ranking.judged:
                 links[nid] = links.get(nid, ()) + tuple(edge.properties.get(REPLACED, ()))
                 links[edge.src] = links.get(edge.src, ()) + tuple(edge.properties.get(REPLACED_BY, ()))
     return links
