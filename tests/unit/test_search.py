@@ -438,6 +438,33 @@ def test_a_link_leads_a_hit_only_when_its_successor_was_placed_before_it_by_the_
     assert search._link_messages(q, ranking) == expected
 
 
+RECOUNTS = {
+    "c_party": {
+        "s_list": {
+            "f_draft": ["Guest list draft: I count 40, the Bristol cousins too."],
+            "f_recount": ["Recount with the Bristol cousins: 46."],
+            "f_final": ["Final number for the caterer: 52."],
+        }
+    }
+}
+
+
+def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor():
+    # f_recount (superseded by f_final) is newer than f_draft and names the same cousins: the present-state
+    # rule lifts it above f_draft, which sat above its successor f_final
+    st = toy_state(
+        RECOUNTS,
+        mentions={"f_draft": ["Bristol"], "f_recount": ["Bristol"]},
+        updates=(("f_final", "f_recount"),),
+    )
+    q = _query(
+        st, "How many guests are we expecting?", config=DEFAULT.with_(fusion={"present_state_judge": None})
+    )
+    fused = _fused({"f_draft": 0.8, "f_final": 0.7, "f_recount": 0.75})
+    ranking = search._place_successors(q, ["f_draft", "f_final", "f_recount"], fused, [])
+    assert ranking.ids == ["f_final", "f_recount", "f_draft"]
+
+
 def test_a_successor_that_does_not_lead_keeps_its_own_rank():
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?")

@@ -734,6 +734,7 @@ def _place_successors(
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
+    ranked = _successors_kept_before(ranked, successors, moved, leads)
     # Successors judged at search time go before the hit they replace, each hit keeping its score (one
     # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
     judged = _judged_successors(q, ranked, message_scores or {})
@@ -744,6 +745,32 @@ def _place_successors(
             shown.setdefault(nid, float(fused.scores.get(nid, 0.0)))
     scores = [shown[i] for i in ranked]
     return _Ranking(ranked, scores, supplemented, moved | placed, lifted | newest, attached, placed - moved)
+
+
+def _successors_kept_before(
+    ranked: list[str], successors: Mapping[str, list[str]], moved: set[str], leads: Callable[[str, str], bool]
+) -> list[str]:
+    """``ranked`` with each successor a link placed before a superseded hit (``moved``, and it ``leads``)
+    put back before it where a later rule lifted that hit above it. The state-in-force rules lift a
+    superseded hit as the newer word (often rightly: its link may be wrong), and it may then pass the
+    hit its successor was placed before, ending above the state that replaced it.
+
+    >>> _successors_kept_before(["old", "x", "new"], {"old": ["new"]}, {"new"}, lambda s, o: True)
+    ['new', 'old', 'x']
+    """
+    out = list(ranked)
+    for old, succ in successors.items():
+        for new in succ:
+            if (
+                new in moved
+                and old in out
+                and new in out
+                and out.index(new) > out.index(old)
+                and leads(new, old)
+            ):
+                out.remove(new)
+                out.insert(out.index(old), new)
+    return out
 
 
 def _judged_successors(
