@@ -465,28 +465,6 @@ def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor():
     assert ranking.ids == ["f_final", "f_recount", "f_draft"]
 
 
-OVERNIGHT = {
-    "c_venue": {
-        "s_hours": {
-            "f_old": ["Facilities: we can stay in the Atrium till 2am, then everyone out."],
-            "f_x": ["Pizza order moved to the Friday."],
-            "f_new": ["Full overnight is fine as long as two first-aiders stay all night."],
-        }
-    }
-}
-
-
-@pytest.mark.parametrize("superseded, order", [(True, ["f_new", "f_old"]), (False, ["f_old", "f_new"])])
-def test_a_newer_hit_passes_a_superseded_one_without_naming_the_same_thing(superseded, order):
-    # no entity in common and the judge not asked: only the builder's word that f_old was replaced
-    st = toy_state(OVERNIGHT, updates=(("f_x", "f_old"),) if superseded else ())
-    q = _query(
-        st, "How long can we stay overnight?", config=DEFAULT.with_(fusion={"present_state_judge": None})
-    )
-    got, _ = search._state_in_force_first(q, ["f_old", "f_new"], {"f_old": 0.9, "f_new": 0.85})
-    assert got == order
-
-
 def test_a_successor_that_does_not_lead_keeps_its_own_rank():
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?")

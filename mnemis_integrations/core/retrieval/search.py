@@ -605,9 +605,7 @@ def _newer_before(
     (one in at most ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker), or the
     update judge scores one of its messages as replacing one of the older's at least
     ``fusion.present_state_judge`` (a pair the builder found too unsure to link: "Ok. £15 a plot from
-    the April renewal" after "the water charge stays at £12 a plot"), or the older is superseded: the
-    builder judged its statement replaced, though its successor may not be among the hits (a wrong link's
-    is elsewhere). Other hits keep their places;
+    the April renewal" after "the water charge stays at £12 a plot"). Other hits keep their places;
     with ``margin`` 1 and nothing held, the fragments read newest first.
 
     A subtopic in common is no matter in common: a long conversation's subtopics gather a dozen
@@ -630,7 +628,7 @@ def _newer_before(
             old not in hold
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
-            and (not same_entity or q.status.get(old) == Status.SUPERSEDED or same_matter(new, old))
+            and (not same_entity or same_matter(new, old))
         )
 
     out, _ = _pass_up(dated, goes_before)
