@@ -14,7 +14,7 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 / 1,024 /
-2,048 tokens (the engine's own budget fitting), current-state-first and MRR; then, per split, the
+2,048 tokens (the engine's own budget fitting), current-state-first, MRR and R@5; then, per split, the
 build's ``updates`` links against the annotated supersessions (graph after the last message, scored
 as the bench scores them), so that a ``--build`` change shows its links too. ``--bulk`` ingests each
 conversation whole and then asks every question, as ``mnemis bench scenarios --protocol full`` does
@@ -67,8 +67,10 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
         fitted = memory.fit_to_budget(hits, b, config=config, query=q.text)
         out[f"R@{b}"] = metrics.budget_recalls([str(h.text) for h in fitted], evidence, [b], count_tokens)[b]
     out["CSF"] = CSF(q, hits, conv)
-    # The order a reader meets the evidence in: rules that move hits (the end state first) show here.
+    # The order a reader meets the evidence in: rules that move hits (the end state first) show here, and in
+    # what the first five hits hold (a reorder of the first six can push evidence out of them).
     out["MRR"] = metrics.reciprocal_rank([h.source_ids for h in hits], list(q.evidence_ids))
+    out["R@5"] = metrics.recall_at_k([h.source_ids for h in hits], list(q.evidence_ids), 5)
     return out
 
 
@@ -175,7 +177,10 @@ def run_locomo(
                         "question_id": q.id,
                         "conversation": conv.id,
                         "category": q.category,
-                        "scores": {f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS},
+                        "scores": {
+                            **{f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS},
+                            "recall@5": scores["R@5"],
+                        },
                     }
                 )
                 for metric, v in scores.items():
@@ -195,8 +200,8 @@ def run_locomo(
 
 def report(table: dict) -> str:
     lines = [
-        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) | MRR |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) | MRR | R@5 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, cells in table.items():
         for (split, cls), m in sorted(
@@ -206,7 +211,8 @@ def report(table: dict) -> str:
             lines.append(
                 f"| {name} | {split} | {cls} | "
                 + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
-                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) | {avg.get('MRR', 0):.3f} |"
+                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) | {avg.get('MRR', 0):.3f}"
+                + f" | {avg.get('R@5', 0):.3f} |"
             )
     return "\n".join(lines)
 

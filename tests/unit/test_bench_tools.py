@@ -143,7 +143,7 @@ def test_the_sweep_reports_update_links_per_split_from_the_structure_figures():
     assert text == "update links, tune: precision 0.750 (6/8), recall 0.333 (4/12), false demotions 1/8"
 
 
-def test_the_sweep_reports_mrr_beside_recall_and_current_state_first():
+def test_the_sweep_reports_mrr_and_r_at_5_beside_recall_and_current_state_first():
     sweep = _module("search_sweep")
     table = sweep._tables()
     cell = table["default"][("tune", "overall")]
@@ -151,8 +151,9 @@ def test_the_sweep_reports_mrr_beside_recall_and_current_state_first():
         cell[f"R@{b}"] += [1.0, 0.5]
     cell["CSF"] += [1.0, 0.0]
     cell["MRR"] += [1.0, 0.25]
+    cell["R@5"] += [0.5, 0.0]
     row = sweep.report(table).splitlines()[-1]
-    assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.625 |")
+    assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.625 | 0.250 |")
 
 
 def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
