@@ -350,9 +350,10 @@ class FusionConfig(_Frozen):
         ".772 -> .774 (held-out), MRR .812 -> .812 / .798 -> .798, LoCoMo dev unchanged (MRR .640); such "
         "a search takes about 1.3x as long, others the same. For every question not about the past: the "
         "same gains, MRR .810 / .799, LoCoMo dev MRR .632, and every search 1.7-2.2x as long. Twenty-ninth "
-        "round, -1.0 -> -2.0 (a judged successor no longer makes a builder link's messages lead a hit it "
-        "sits below): current state first .865 -> .881 (tune), .769 -> .779 (held-out), MRR .812 -> .809 / "
-        ".796 -> .791, budget recall the same or higher; -3.0 gave .891 on tune but MRR .801.",
+        "round, -1.0 -> -2.0 (and a judged successor no longer makes a builder link's messages lead a "
+        "hit's focus): current state first .865 -> .881 (tune), .769 -> .779 (held-out), MRR .812 -> .809 / "
+        ".796 -> .791, budget recall the same but one held-out question's R@512, higher; -3.0 gave .891 on "
+        "tune but MRR .801.",
     )
     judged_successor_head: int = Field(
         6, ge=0, description="How many of the first hits `judged_successor_floor` looks behind."

@@ -521,8 +521,9 @@ def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
         # each hit keeps its score, the successor new to the hits its own: a budget shows the same messages
         assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}, why
         assert ranking.scores == [0.0, 0.8, 0.6]
+        assert ranking.judged == {"f_plan_b"}, why  # placed by no link: it lends no link's focus
     else:
-        assert ranking.ids == ["f_plan_a", "f_refund"] and not ranking.moved, why
+        assert ranking.ids == ["f_plan_a", "f_refund"] and not ranking.moved and not ranking.judged, why
 
 
 GUESTS = {

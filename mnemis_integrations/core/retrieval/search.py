@@ -584,7 +584,8 @@ def _state_in_force_first(
         )
     else:
         # Here a placed hit may be passed: holding them lost every question this rule gains (a
-        # successor placed by a wrong link is often what the newer hit corrects).
+        # successor placed by a wrong link is often what the newer hit corrects). A superseded hit lifted
+        # past its own successor goes back behind it (`_successors_kept_before`).
         reordered = _newer_before(q, first, scores, fcfg.present_state_margin, same_entity=True)
     lifted = {i for n, i in enumerate(reordered) if n < first.index(i)}
     return reordered + ranked[len(first) :], lifted
@@ -744,14 +745,16 @@ def _place_successors(
         for nid in placed:
             shown.setdefault(nid, float(fused.scores.get(nid, 0.0)))
     scores = [shown[i] for i in ranked]
-    return _Ranking(ranked, scores, supplemented, moved | placed, lifted | newest, attached, placed - moved)
+    return _Ranking(
+        ranked, scores, supplemented, moved | placed, lifted | newest, attached, judged=placed - moved
+    )
 
 
 def _successors_kept_before(
     ranked: list[str], successors: Mapping[str, list[str]], moved: set[str], leads: Callable[[str, str], bool]
 ) -> list[str]:
-    """``ranked`` with each successor a link placed before a superseded hit (``moved``, and it ``leads``)
-    put back before it where a later rule lifted that hit above it. The state-in-force rules lift a
+    """``ranked`` with each successor shown before a superseded hit as its link's (``moved``, and it
+    ``leads``) put back before it where a later rule lifted that hit above it. The state-in-force rules lift a
     superseded hit as the newer word (often rightly: its link may be wrong), and it may then pass the
     hit its successor was placed before, ending above the state that replaced it.
 
@@ -857,7 +860,8 @@ def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
 
 def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
     """Hit id -> the messages its ``updates`` link names, for each superseded hit among the first
-    ``fusion.link_focus_hits`` and the successor placed before it: what was replaced, what replaces it.
+    ``fusion.link_focus_hits`` and the successor placed before it by its link: what was replaced, what
+    replaces it.
 
     A budget narrows each fragment to its best-matching messages; for such a pair these messages
     are the change the reader needs (a fragment's best match may be another matter it also holds).
@@ -870,8 +874,9 @@ def _link_messages(q: _Query, ranking: _Ranking) -> dict[str, tuple[str, ...]]:
         if q.status.get(nid) != Status.SUPERSEDED:
             continue
         for edge in q.st.graph.in_edges(nid, EdgeKind.UPDATES):
-            # Shown, placed before what it replaces by its link; one placed by a judgement at search time
-            # goes before another hit, maybe below this one.
+            # Placed by its link, the successor reads as the update of what the query matched here; one
+            # placed only by the search-time judge went before another hit, and its link says nothing of
+            # why this one is shown.
             if edge.src in ranking.moved and edge.src not in ranking.judged:
                 links[nid] = links.get(nid, ()) + tuple(edge.properties.get(REPLACED, ()))
                 links[edge.src] = links.get(edge.src, ()) + tuple(edge.properties.get(REPLACED_BY, ()))
