@@ -463,6 +463,24 @@ def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor():
     fused = _fused({"f_draft": 0.8, "f_final": 0.7, "f_recount": 0.75})
     ranking = search._place_successors(q, ["f_draft", "f_final", "f_recount"], fused, [])
     assert ranking.ids == ["f_final", "f_recount", "f_draft"]
+    assert "f_recount" in ranking.lifted  # read before f_draft, where it ranked below it
+
+
+def test_a_superseded_hit_put_back_where_it_ranked_is_not_labelled_newer():
+    # a link the wrong way round: f_final superseded by the older f_recount, already ranked above it; the
+    # present-state rule lifts f_final past it as the newer word, and it goes back behind its successor
+    st = toy_state(
+        RECOUNTS,
+        mentions={"f_final": ["Bristol"], "f_recount": ["Bristol"]},
+        updates=(("f_recount", "f_final"),),
+    )
+    q = _query(
+        st, "How many guests are we expecting?", config=DEFAULT.with_(fusion={"present_state_judge": None})
+    )
+    fused = _fused({"f_recount": 0.8, "f_final": 0.75, "f_draft": 0.3})
+    ranking = search._place_successors(q, ["f_recount", "f_final", "f_draft"], fused, [])
+    assert ranking.ids == ["f_recount", "f_final", "f_draft"]
+    assert "f_final" not in ranking.lifted
 
 
 def test_a_successor_that_does_not_lead_keeps_its_own_rank():

@@ -734,8 +734,12 @@ def _place_successors(
     shown_score = _spread_placed(shown_score, own)
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
+    before_rule = {nid: i for i, nid in enumerate(ranked)}
     ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
     ranked = _successors_kept_before(ranked, successors, moved, leads)
+    # `via` says "newer" only of a hit still read before where it ranked (one put back behind its own
+    # successor may have ended where it began).
+    newest = {nid for nid in newest if ranked.index(nid) < before_rule[nid]}
     # Successors judged at search time go before the hit they replace, each hit keeping its score (one
     # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
     judged = _judged_successors(q, ranked, message_scores or {})
