@@ -449,38 +449,43 @@ RECOUNTS = {
 }
 
 
-def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor():
-    # f_recount (superseded by f_final) is newer than f_draft and names the same cousins: the present-state
-    # rule lifts it above f_draft, which sat above its successor f_final
-    st = toy_state(
-        RECOUNTS,
-        mentions={"f_draft": ["Bristol"], "f_recount": ["Bristol"]},
-        updates=(("f_final", "f_recount"),),
-    )
+@pytest.mark.parametrize(
+    "why, mentions, update, scores, ranked, order, newer",
+    [
+        (
+            # f_recount is newer than f_draft and names the same cousins: lifted above f_draft, which sat
+            # above its successor f_final; the successor goes back before it
+            "lifted past another hit",
+            {"f_draft": ["Bristol"], "f_recount": ["Bristol"]},
+            ("f_final", "f_recount"),
+            {"f_draft": 0.8, "f_final": 0.7, "f_recount": 0.75},
+            ["f_draft", "f_final", "f_recount"],
+            ["f_final", "f_recount", "f_draft"],
+            {"f_recount"},
+        ),
+        (
+            # a link the wrong way round (f_final superseded by the older f_recount, ranked above it):
+            # lifted past its own successor only, it goes back behind it, where it began, and is not "newer"
+            "lifted past its own successor only",
+            {"f_final": ["Bristol"], "f_recount": ["Bristol"]},
+            ("f_recount", "f_final"),
+            {"f_recount": 0.8, "f_final": 0.75, "f_draft": 0.3},
+            ["f_recount", "f_final", "f_draft"],
+            ["f_recount", "f_final", "f_draft"],
+            set(),
+        ),
+    ],
+)
+def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor(
+    why, mentions, update, scores, ranked, order, newer
+):
+    st = toy_state(RECOUNTS, mentions=mentions, updates=(update,))
     q = _query(
         st, "How many guests are we expecting?", config=DEFAULT.with_(fusion={"present_state_judge": None})
     )
-    fused = _fused({"f_draft": 0.8, "f_final": 0.7, "f_recount": 0.75})
-    ranking = search._place_successors(q, ["f_draft", "f_final", "f_recount"], fused, [])
-    assert ranking.ids == ["f_final", "f_recount", "f_draft"]
-    assert "f_recount" in ranking.lifted  # read before f_draft, where it ranked below it
-
-
-def test_a_superseded_hit_put_back_where_it_ranked_is_not_labelled_newer():
-    # a link the wrong way round: f_final superseded by the older f_recount, already ranked above it; the
-    # present-state rule lifts f_final past it as the newer word, and it goes back behind its successor
-    st = toy_state(
-        RECOUNTS,
-        mentions={"f_final": ["Bristol"], "f_recount": ["Bristol"]},
-        updates=(("f_recount", "f_final"),),
-    )
-    q = _query(
-        st, "How many guests are we expecting?", config=DEFAULT.with_(fusion={"present_state_judge": None})
-    )
-    fused = _fused({"f_recount": 0.8, "f_final": 0.75, "f_draft": 0.3})
-    ranking = search._place_successors(q, ["f_recount", "f_final", "f_draft"], fused, [])
-    assert ranking.ids == ["f_recount", "f_final", "f_draft"]
-    assert "f_final" not in ranking.lifted
+    ranking = search._place_successors(q, ranked, _fused(scores), [])
+    assert ranking.ids == order, why
+    assert ranking.lifted & {"f_recount", "f_final"} == newer, why
 
 
 def test_a_successor_that_does_not_lead_keeps_its_own_rank():
