@@ -69,8 +69,9 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
     out["CSF"] = CSF(q, hits, conv)
     # The order a reader meets the evidence in: rules that move hits (the end state first) show here, and in
     # what the first five hits hold (a reorder of the first six can push evidence out of them).
-    out["MRR"] = metrics.reciprocal_rank([h.source_ids for h in hits], list(q.evidence_ids))
-    out["R@5"] = metrics.recall_at_k([h.source_ids for h in hits], list(q.evidence_ids), 5)
+    sources, evidence_ids = [h.source_ids for h in hits], list(q.evidence_ids)
+    out["MRR"] = metrics.reciprocal_rank(sources, evidence_ids)
+    out["R@5"] = metrics.recall_at_k(sources, evidence_ids, 5)
     return out
 
 
