@@ -426,6 +426,23 @@ def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
     assert search._place_successors(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
 
 
+def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_leads():
+    # f_keys replaces f_flat's m1, but the query matched f_flat's other matter (m2) and f_keys scores
+    # under the lead share: ranked above f_flat already (a newer hit lifted), it is no placed successor,
+    # so its link's messages lead neither hit
+    st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
+    q = _query(st, "Who helps with the van?")
+    fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": 0.1})
+    matches = {"m1": 0.2, "m2": 0.9}
+    ranking = search._place_successors(q, ["f_keys", "f_flat", "f_cake"], fused, [], matches)
+    assert ranking.ids == ["f_keys", "f_flat", "f_cake"] and not ranking.moved
+    assert search._link_messages(q, ranking) == {}
+    # when it leads (the query matched the line replaced), it is placed, and the link leads both
+    led = search._place_successors(q, ["f_keys", "f_flat", "f_cake"], fused, [], {"m1": 0.9, "m2": 0.2})
+    assert led.moved == {"f_keys"}
+    assert search._link_messages(q, led) == {"f_flat": ("m1",), "f_keys": ("m3",)}
+
+
 @pytest.mark.parametrize("judged, leads", [(set(), True), ({"f_keys"}, False)])
 def test_a_link_leads_a_hit_only_when_its_successor_was_placed_before_it_by_the_link(judged, leads):
     # f_keys replaces f_flat's m1 (a builder link); placed by a search-time judgement before another hit

@@ -211,8 +211,9 @@ def place_successors(
     """Put each superseded hit's current successor(s) directly before it.
 
     Returns the new order and the ids shown as successors: those that entered or moved, and
-    those already ranked above what they replace. The successor ranks above what it replaced, so
-    the reader meets the current state first.
+    those already ranked above what they replace that ``leads`` lets go before it (one that may
+    not is no placed successor: its link says nothing of why either hit is shown where it is). The
+    successor ranks above what it replaced, so the reader meets the current state first.
 
     ``leads(successor, superseded)``: whether that successor goes before that hit (``None``: every
     one does). One that does not keeps its own place, or comes after the ranked hits when it is
@@ -234,7 +235,8 @@ def place_successors(
             continue
         for s in successors.get(k, []):
             if s in placed:
-                moved.add(s)  # already ranked above what it replaces
+                if leads is None or leads(s, k):
+                    moved.add(s)  # already ranked above what it replaces
             elif leads is None or leads(s, k):
                 moved.add(s)
                 out.append(s)
