@@ -275,6 +275,23 @@ class FusionConfig(_Frozen):
         "not one): LoCoMo dev R@256 / 512 .638 / .749 -> .642 / .753, scenario R@512 +0.4 (tune) / +0.3 "
         "(holdout), current state first unchanged. 0: every successor leads.",
     )
+    successor_lead_judge: float | None = Field(
+        -0.5,
+        description="A successor that leads by its score alone, scoring under `successor_lead_judge_below` x "
+        "the superseded hit's, leads only when the offline update judge scores its link's own message pair "
+        "at least this high (log-odds; a link naming no messages, an LLM's, is trusted). None: off. "
+        "Thirtieth round: in that band, 1 of the 10 tune links the judge scores under -0.45 is right, 30 of "
+        "the 43 above; off -> -0.5: scenario suite (incremental) R@256 / 512 / 1,024 / 2,048 .6976 / .8569 / "
+        ".9423 / .9906 -> .6985 / .8576 / .9430 / .9911 (tune), .5649 / .7571 / .8832 / .9734 -> .5649 / "
+        ".7575 / .8836 / .9734 (held-out), current state first unchanged, MRR .8062 -> .8074 / .7765 -> "
+        ".7771; LoCoMo dev and a fresh pair unchanged. Judging every weak link instead (no band) cost R@256.",
+    )
+    successor_lead_judge_below: float = Field(
+        0.7,
+        ge=0,
+        le=1,
+        description="Above this share of the superseded hit's score a successor leads unjudged.",
+    )
     newer_first: float = Field(
         0.3,
         ge=0,

@@ -443,6 +443,28 @@ def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_lea
     assert search._link_messages(q, led) == {"f_flat": ("m1",), "f_keys": ("m3",)}
 
 
+@pytest.mark.parametrize(
+    "why, judged, successor_share, fusion, leads",
+    [
+        ("in the band, a link the judge distrusts", -1.0, 0.6, {}, False),
+        ("in the band, a link the judge trusts", 0.0, 0.6, {}, True),
+        ("above the band, unjudged", -1.0, 0.75, {}, True),
+        ("no judgement asked", -1.0, 0.6, {"successor_lead_judge": None}, True),
+    ],
+)
+def test_a_successor_leading_by_its_score_alone_needs_the_judge_below_the_band_top(
+    monkeypatch, why, judged, successor_share, fusion, leads
+):
+    # f_keys replaces f_flat's m1; the query matched f_flat's other matter (m2), so f_keys leads by its
+    # score alone: from 0.5 to 0.7 of f_flat's only when the judge scores m3 -> m1 at least -0.5
+    st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
+    q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
+    monkeypatch.setattr(search, "_judged_candidates", lambda st, mid: {"m1": judged} if mid == "m3" else {})
+    fused = _fused({"f_flat": 0.9, "f_cake": 0.3, "f_keys": successor_share * 0.9})
+    ranking = search._place_successors(q, ["f_flat", "f_cake"], fused, [], {"m1": 0.2, "m2": 0.9})
+    assert (ranking.ids[0] == "f_keys") == leads, why
+
+
 @pytest.mark.parametrize("judged, leads", [(set(), True), ({"f_keys"}, False)])
 def test_a_link_leads_a_hit_only_when_its_successor_was_placed_before_it_by_the_link(judged, leads):
     # f_keys replaces f_flat's m1 (a builder link); placed by a search-time judgement before another hit

@@ -706,13 +706,20 @@ def _place_successors(
     ranked, lifted = _newer_first(q, ranked, fused.scores, set(successors))
     share = q.config.fusion.successor_lead_share
 
+    trust_floor, trusted = q.config.fusion.successor_lead_judge, q.config.fusion.successor_lead_judge_below
+
     def leads(new: str, old: str) -> bool:
         # A fragment holds several matters; its link may concern another than the one the query matched
         # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit).
+        if message_scores is None or _replaced_best_match(q, old, message_scores):
+            return True
+        new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
+        if new_score < share * old_score:
+            return False
         return (
-            message_scores is None
-            or fused.scores.get(new, 0.0) >= share * fused.scores.get(old, 0.0)
-            or _replaced_best_match(q, old, message_scores)
+            trust_floor is None
+            or new_score >= trusted * old_score
+            or _link_judged_at_least(q.st, new, old, trust_floor)
         )
 
     before = set(ranked)
@@ -751,6 +758,22 @@ def _place_successors(
     scores = [shown[i] for i in ranked]
     return _Ranking(
         ranked, scores, supplemented, moved | placed, lifted | newest, attached, judged=placed - moved
+    )
+
+
+def _link_judged_at_least(st: NamespaceState, new: str, old: str, floor: float) -> bool:
+    """Does the offline update judge score the ``updates`` link new -> old, on the messages it names,
+    at least ``floor``? A link naming none (an LLM's, the whole node replaced) is trusted."""
+    edge = st.graph.edge(new, old, EdgeKind.UPDATES)
+    if edge is None or REPLACED not in edge.properties:
+        return True
+    replaced = set(edge.properties[REPLACED])
+    return any(
+        score >= floor
+        for m in edge.properties.get(REPLACED_BY, ())
+        if m in st.messages
+        for o, score in _judged_candidates(st, m).items()
+        if o in replaced
     )
 
 
