@@ -113,6 +113,32 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     _add_common(scen, "bench-results/scenarios")
     scen.set_defaults(func=_run_scenarios)
+
+    compare = targets.add_parser(
+        "compare",
+        help="two runs question by question: each metric's difference, with an interval from resampling "
+        "conversations",
+    )
+    compare.add_argument("base", help="per_question.jsonl (or its folder) of the run compared against")
+    compare.add_argument("other", help="per_question.jsonl (or its folder) of the run compared")
+    compare.add_argument("--system", default=None, help="the base run's system, where its file holds several")
+    compare.add_argument(
+        "--other-system", default=None, help="the other run's system (default: --system, or its only one)"
+    )
+    compare.add_argument(
+        "--metrics",
+        type=_csv,
+        default=None,
+        help="comma-separated metrics, the bench's names or search_sweep.py's (R@256, CSF, MRR, R@5) "
+        "(default: the budget recalls, current_state_first, mrr and recall@5 both runs hold)",
+    )
+    compare.add_argument("--category", type=_csv, default=None, help="only these question classes")
+    compare.add_argument("--draws", type=int, default=2000, help="bootstrap draws (default: %(default)s)")
+    compare.add_argument(
+        "--confidence", type=float, default=0.95, help="interval level (default: %(default)s)"
+    )
+    compare.add_argument("--seed", type=int, default=0)
+    compare.set_defaults(func=_run_compare)
     return bench
 
 
@@ -198,6 +224,49 @@ def _run_scenarios(args: argparse.Namespace) -> int:
     written = write_scenario_reports(summary, args.out)
     print(written["scenario_markdown"].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in written.values()), file=sys.stderr)
+    return 0
+
+
+_COMPARED = (
+    "budget_recall@256",
+    "budget_recall@512",
+    "budget_recall@1024",
+    "budget_recall@2048",
+    "current_state_first",
+    "mrr",
+    "recall@5",
+)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from .paired import METRIC_ALIASES, load_question_scores, paired_bootstrap
+
+    base = load_question_scores(args.base, args.system)
+    other = load_question_scores(args.other, args.other_system or args.system)
+    if args.category:
+        wanted = set(args.category)
+        base = {q: s for q, s in base.items() if s.category in wanted}
+    held = {k for s in base.values() for k, v in s.scores.items() if v is not None}
+    metrics = (
+        [METRIC_ALIASES.get(m, m) for m in args.metrics]
+        if args.metrics
+        else [m for m in _COMPARED if m in held]
+    )
+    level = f"{args.confidence:.0%}"
+    print(
+        f"| metric | questions (conversations) | base | other | difference | {level} interval | up / down |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for metric in metrics:
+        d = paired_bootstrap(
+            base, other, metric, draws=args.draws, confidence=args.confidence, seed=args.seed
+        )
+        mark = " *" if d.significant else ""
+        print(
+            f"| {metric} | {d.questions} ({d.conversations}) | {d.base:.4f} | {d.other:.4f} "
+            f"| {d.delta:+.4f}{mark} | {d.low:+.4f} .. {d.high:+.4f} | {d.up} / {d.down} |"
+        )
+    print(f"\n\\* the interval leaves out zero ({args.draws} draws of the conversations, seed {args.seed})")
     return 0
 
 
