@@ -155,6 +155,22 @@ def test_the_default_suite_loads_the_independent_files_with_the_bundled_ones():
     assert len(everything) > len(load_scenarios())
 
 
+def test_every_second_annotation_parses_against_its_conversation():
+    # The blind second annotations (benchmarks/annotator_agreement.py) are read by the parser that reads
+    # the first: ids that exist, old before new, each pair once. A sealed conversation has one too.
+    from mnemis_integrations.evaluation.scenario_data import parse_supersessions
+
+    folders = [*default_suite_paths(), CHECKOUT / "benchmarks" / "scenarios" / "sealed"]
+    conversations = {s.id: s for s in load_scenarios(folders)}
+    second = sorted((CHECKOUT / "benchmarks" / "annotations" / "supersessions_second").glob("*.json"))
+    assert second
+    for path in second:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["id"] == path.stem and data["id"] in conversations, path.name
+        order = {m.id: i for i, m in enumerate(conversations[data["id"]].messages)}
+        assert parse_supersessions(data["supersessions"], order, source=path.name), path.name
+
+
 def test_the_suites_are_found_from_another_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert [p.resolve() for p in default_suite_paths()] == [
