@@ -227,17 +227,6 @@ def _run_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMPARED = (
-    "budget_recall@256",
-    "budget_recall@512",
-    "budget_recall@1024",
-    "budget_recall@2048",
-    "current_state_first",
-    "mrr",
-    "recall@5",
-)
-
-
 def _run_compare(args: argparse.Namespace) -> int:
     from .paired import METRIC_ALIASES, load_question_scores, paired_bootstrap
 
@@ -250,7 +239,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     metrics = (
         [METRIC_ALIASES.get(m, m) for m in args.metrics]
         if args.metrics
-        else [m for m in _COMPARED if m in held]
+        else [m for m in METRIC_ALIASES.values() if m in held]  # every metric the bench and sweep share
     )
     level = f"{args.confidence:.0%}"
     print(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import heapq
-import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -640,12 +639,13 @@ def _newer_before(
 def _judged_to_replace(st: NamespaceState, new: str, old: str, floor: float) -> bool:
     """Does the offline update judge score a message of fragment ``new`` as replacing one of ``old``'s
     at least ``floor``?"""
-    olds = set(st.node(old).source_ids)
-    for m in st.fragment_messages(new):
-        judged = _judged_candidates(st, m.id)
-        if any(judged.get(o, -math.inf) >= floor for o in olds):
-            return True
-    return False
+    return _judged_any(st, (m.id for m in st.fragment_messages(new)), set(st.node(old).source_ids), floor)
+
+
+def _judged_any(st: NamespaceState, news: Iterable[str], olds: set[str], floor: float) -> bool:
+    """Does the offline update judge score one of the messages ``news`` as replacing one of ``olds`` at
+    least ``floor``?"""
+    return any(score >= floor for m in news for o, score in _judged_candidates(st, m).items() if o in olds)
 
 
 def _judged_candidates(st: NamespaceState, mid: str) -> dict[str, float]:
@@ -767,14 +767,8 @@ def _link_judged_at_least(st: NamespaceState, new: str, old: str, floor: float) 
     edge = st.graph.edge(new, old, EdgeKind.UPDATES)
     if edge is None or REPLACED not in edge.properties:
         return True
-    replaced = set(edge.properties[REPLACED])
-    return any(
-        score >= floor
-        for m in edge.properties.get(REPLACED_BY, ())
-        if m in st.messages
-        for o, score in _judged_candidates(st, m).items()
-        if o in replaced
-    )
+    replacing = (m for m in edge.properties.get(REPLACED_BY, ()) if m in st.messages)
+    return _judged_any(st, replacing, set(edge.properties[REPLACED]), floor)
 
 
 def _successors_kept_before(
