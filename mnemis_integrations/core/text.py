@@ -508,6 +508,8 @@ _NOT_TOPICS = frozenset(
     # what a message does, not what it is about: "Renewal update: ...", "bad news", "my decision"
     "update updates decision correction comment comments news idea ideas welcome nobody somebody second "
     "stuff "
+    # laughter and exclamations: "hahaha the barn lol"
+    "haha hahaha hehe lmao omg wow yay ugh hmm "
     "one two three four five six seven eight nine ten eleven twelve twenty hundred thousand".split()
 )
 # Chinese words of one syllable's worth of meaning, or pronouns and particles jieba keeps as words.
@@ -519,6 +521,10 @@ _NOT_TOPICS_ZH = frozenset(
     "这边 那边 问题 事情 东西 感觉 比较 非常 真的 其实 而且 或者 不过 只是 "
     "一直 开始 准备 决定 确认 好的 消息 坏消息 好消息 商量".split()
 )
+# A sentence-final particle: jieba's guesses ending in one are exclamations ("太棒了", tagged a name).
+_FINAL_PARTICLES = tuple("了吧啊呢吗呀啦嘛哦")
+# The characters of laughter and exclamation: "啊啊啊", "哈哈" are sounds, "豆豆" may be a name.
+_SOUNDS = frozenset("啊哈嗯哦呵嘿呜哇嘻唉哎呀嘛啦吧呢嗷噢")
 # jieba parts of speech that name things: nouns, place and person names, other proper nouns, verbal
 # nouns ("装修"), English words inside Chinese text.
 _NOUN_TAGS = ("n", "vn", "eng")
@@ -550,6 +556,8 @@ def keyword_terms(text: str) -> list[str]:
     ['鱼头', '定价']
     >>> keyword_terms("Nordwind went live this morning; the mid-June kick-off is in Frankfurt")
     ['nordwind', 'kick-off', 'frankfurt']
+    >>> keyword_terms("啊啊啊啊我外甥女也太棒了吧")
+    ['外甥女']
     """
     out = [
         t
@@ -573,6 +581,8 @@ def keyword_terms(text: str) -> list[str]:
             and len(w.word) > 1
             and w.flag.startswith(_NOUN_TAGS)
             and w.word not in _NOT_TOPICS_ZH
+            and not _SOUNDS.issuperset(w.word)  # jieba may tag a sound a name
+            and not w.word.endswith(_FINAL_PARTICLES)
         ]
     return out
 

@@ -117,3 +117,10 @@ def test_a_concept_is_named_by_the_word_most_of_its_fragments_share():
     relabel_parents(st, {"c", "s_small", "s_big"})
     assert st.graph.get("c").label == "Rehearsal"
     assert st.graph.get("s_small").label == "bookcase & landlord"
+
+
+def test_exclamations_name_no_topic():
+    """A tune conversation's concept was named "啊啊啊" (jieba tags the sound, and "太棒了", as names)."""
+    assert keyword_terms("啊啊啊啊我外甥女也太棒了吧😭 周岁前就能自己走了") == ["外甥女"]
+    assert keyword_terms("hahaha the barn lol") == ["barn"]
+    assert keyword_terms("豆豆今天会走路了")[0] == "豆豆"  # a child's pet name doubles its character too
