@@ -12,7 +12,7 @@ from _toy_graph import EMB, T0, hierarchy, toy_state
 
 from mnemis_integrations.core.model import NodeKind, Status
 from mnemis_integrations.core.recipes import DEFAULT
-from mnemis_integrations.core.retrieval import search
+from mnemis_integrations.core.retrieval import present_state, search
 from mnemis_integrations.core.retrieval.fusion import alpha_for
 from mnemis_integrations.core.retrieval.relation import RelationResult
 from mnemis_integrations.core.retrieval.results import Via
@@ -27,7 +27,7 @@ def _query(st, text, *, k=10, config=DEFAULT, profile=EMB.profile, as_of=None, i
     allowed, status, scope = search._visible_set(st, as_of, include_archived, None)
     qvec = EMB.embed_queries([text])[0]
     speakers = search._named_speakers(st, text)
-    return search._Query(
+    return search.Query(
         st, text, qvec, k, config, profile, as_of, include_archived, None, allowed, status, scope, speakers
     )
 
@@ -175,8 +175,8 @@ def test_in_a_vague_fallback_recency_lifts_the_newer_nodes():
 # ------------------------------------------------------------------ 4. ranking
 
 
-def _fused(scores: dict[str, float]) -> search._Fused:
-    return search._Fused(scores, {}, {}, False)
+def _fused(scores: dict[str, float]) -> search.Fused:
+    return search.Fused(scores, {}, {}, False)
 
 
 def test_ranking_orders_by_score_then_id_cuts_to_k_and_tops_up_from_the_semantic_backup():
@@ -233,7 +233,7 @@ def test_fragments_sharing_a_first_hit_s_specific_entity_are_scored_up_towards_i
     assert fused.bridged == {"f_flight", "f_train"}
     nothing = RelationResult(set(), {}, {}, 0)
     sem = SemanticResult({"f_flight": 0.1}, {}, {})
-    ranking = search._Ranking(["f_flight"], [0.5], supplemented=[], moved=set())
+    ranking = search.Ranking(["f_flight"], [0.5], supplemented=[], moved=set())
     assert search._via("f_flight", ranking, fused, nothing, sem) == (Via.SEMANTIC, Via.BRIDGE)
 
 
@@ -284,7 +284,7 @@ def test_the_fragment_after_a_first_hit_whose_best_match_ends_it_is_scored_up_an
     assert fused.scores["f_reply"] == pytest.approx(0.3 * 0.9)
     assert fused.continued == {"f_reply"}
     nothing = RelationResult(set(), {}, {}, 0)
-    ranking = search._Ranking(["f_reply"], [0.34], supplemented=[], moved=set())
+    ranking = search.Ranking(["f_reply"], [0.34], supplemented=[], moved=set())
     via = search._via("f_reply", ranking, fused, nothing, SemanticResult({"f_reply": 0.1}, {}, {}))
     assert via == (Via.SEMANTIC, Via.CONTINUATION)
 
@@ -371,17 +371,20 @@ def test_hits_held_under_the_lenders_are_ranked_by_what_they_would_have_been_len
 def test_a_superseded_hit_is_preceded_by_its_successor_shown_at_its_score_and_itself_just_under():
     st = toy_state(**SWITCHED)
     fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6, "f_plan_b": 0.1})
-    ranking = search._place_successors(_query(st, "x"), ["f_plan_a", "f_refund"], fused, [])
+    ranking = present_state.current_state_first(_query(st, "x"), ["f_plan_a", "f_refund"], fused, [])
     assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}
     assert ranking.scores == pytest.approx([0.8, 0.79, 0.6])  # apart, in the order they read
     off = _query(st, "x", config=DEFAULT.with_(fusion={"attach_successors": False}))
-    assert search._place_successors(off, ["f_plan_a", "f_refund"], fused, []).ids == ["f_plan_a", "f_refund"]
+    assert present_state.current_state_first(off, ["f_plan_a", "f_refund"], fused, []).ids == [
+        "f_plan_a",
+        "f_refund",
+    ]
 
 
 def test_scores_never_rise_down_the_list_outside_an_end_state_head():
     # a hit topped up from the backup (placed by rule, after the ranked ones) shows no more than the one above
     fused = _fused({"f_refund": 0.6, "f_pricing": 0.3, "f_plan_b": 0.9})
-    ranking = search._place_successors(
+    ranking = present_state.current_state_first(
         _query(toy_state(), "x"), ["f_refund", "f_pricing", "f_plan_b"], fused, []
     )
     assert ranking.scores == pytest.approx([0.6, 0.3, 0.29])
@@ -416,14 +419,14 @@ def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
     q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
     fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": successor_score})
     matches = {"m1": 0.2, "m2": 0.2, best_match: 0.9} if best_match != "m9" else {"m9": 0.9}
-    ranking = search._place_successors(q, ["f_flat", "f_cake"], fused, [], matches)
+    ranking = present_state.current_state_first(q, ["f_flat", "f_cake"], fused, [], matches)
     if leads:
         assert ranking.ids == ["f_keys", "f_flat", "f_cake"] and ranking.moved == {"f_keys"}, why
     else:  # still returned, after the ranked hits, at its own score
         assert ranking.ids == ["f_flat", "f_cake", "f_keys"] and not ranking.moved, why
         assert ranking.scores == [0.9, 0.5, successor_score]
     # without the query's message matches (a caller that has none) every successor leads
-    assert search._place_successors(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
+    assert present_state.current_state_first(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
 
 
 def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_leads():
@@ -434,11 +437,13 @@ def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_lea
     q = _query(st, "Who helps with the van?")
     fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": 0.1})
     matches = {"m1": 0.2, "m2": 0.9}
-    ranking = search._place_successors(q, ["f_keys", "f_flat", "f_cake"], fused, [], matches)
+    ranking = present_state.current_state_first(q, ["f_keys", "f_flat", "f_cake"], fused, [], matches)
     assert ranking.ids == ["f_keys", "f_flat", "f_cake"] and not ranking.moved
     assert search._link_messages(q, ranking) == {}
     # when it leads (the query matched the line replaced), it is placed, and the link leads both
-    led = search._place_successors(q, ["f_keys", "f_flat", "f_cake"], fused, [], {"m1": 0.9, "m2": 0.2})
+    led = present_state.current_state_first(
+        q, ["f_keys", "f_flat", "f_cake"], fused, [], {"m1": 0.9, "m2": 0.2}
+    )
     assert led.moved == {"f_keys"}
     assert search._link_messages(q, led) == {"f_flat": ("m1",), "f_keys": ("m3",)}
 
@@ -459,9 +464,9 @@ def test_a_successor_leading_by_its_score_alone_needs_the_judge_below_the_band_t
     # score alone: from 0.5 to 0.7 of f_flat's only when the judge scores m3 -> m1 at least -0.5
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
-    monkeypatch.setattr(search, "_judged_candidates", lambda st, mid: {"m1": judged} if mid == "m3" else {})
+    monkeypatch.setattr(present_state, "_judged_candidates", lambda st, mid: {"m1": judged} if mid == "m3" else {})
     fused = _fused({"f_flat": 0.9, "f_cake": 0.3, "f_keys": successor_share * 0.9})
-    ranking = search._place_successors(q, ["f_flat", "f_cake"], fused, [], {"m1": 0.2, "m2": 0.9})
+    ranking = present_state.current_state_first(q, ["f_flat", "f_cake"], fused, [], {"m1": 0.2, "m2": 0.9})
     assert (ranking.ids[0] == "f_keys") == leads, why
 
 
@@ -472,7 +477,7 @@ def test_a_link_leads_a_hit_only_when_its_successor_was_placed_before_it_by_the_
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "When do we get the keys now?")
     order = ["f_keys", "f_flat", "f_cake"] if not judged else ["f_flat", "f_keys", "f_cake"]
-    ranking = search._Ranking(order, [0.9, 0.8, 0.5], [], {"f_keys"}, judged=judged)
+    ranking = search.Ranking(order, [0.9, 0.8, 0.5], [], {"f_keys"}, judged=judged)
     expected = {"f_flat": ("m1",), "f_keys": ("m3",)} if leads else {}
     assert search._link_messages(q, ranking) == expected
 
@@ -522,7 +527,7 @@ def test_a_superseded_hit_lifted_as_the_newer_word_stays_behind_its_successor(
     q = _query(
         st, "How many guests are we expecting?", config=DEFAULT.with_(fusion={"present_state_judge": None})
     )
-    ranking = search._place_successors(q, ranked, _fused(scores), [])
+    ranking = present_state.current_state_first(q, ranked, _fused(scores), [])
     assert ranking.ids == order, why
     assert ranking.lifted & {"f_recount", "f_final"} == newer, why
 
@@ -531,14 +536,14 @@ def test_a_successor_that_does_not_lead_keeps_its_own_rank():
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?")
     fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": 0.3})
-    ranking = search._place_successors(q, ["f_flat", "f_cake", "f_keys"], fused, [], {"m2": 0.9})
+    ranking = present_state.current_state_first(q, ["f_flat", "f_cake", "f_keys"], fused, [], {"m2": 0.9})
     assert ranking.ids == ["f_flat", "f_cake", "f_keys"] and ranking.scores == [0.9, 0.5, 0.3]
 
 
 def test_before_the_switch_a_fact_has_no_successor_to_place():
     st = toy_state(**SWITCHED)
     q = _query(st, "x", as_of=BEFORE_THE_SWITCH)
-    ranking = search._place_successors(q, ["f_plan_a"], _fused({"f_plan_a": 0.8}), [])
+    ranking = present_state.current_state_first(q, ["f_plan_a"], _fused({"f_plan_a": 0.8}), [])
     assert ranking.ids == ["f_plan_a"] and not ranking.moved
 
 
@@ -578,7 +583,9 @@ def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
     st = toy_state()  # no updates link: "Pause plan A: we switched to plan B" judged at search time
     q = _query(st, text, config=DEFAULT.with_(fusion=fusion), as_of=as_of)
     fused = _fused({"f_plan_a": 0.8, "f_refund": 0.6})
-    ranking = search._place_successors(q, ["f_plan_a", "f_refund"], fused, [], {"m3": 0.9, "m1": 0.2})
+    ranking = present_state.current_state_first(
+        q, ["f_plan_a", "f_refund"], fused, [], {"m3": 0.9, "m1": 0.2}
+    )
     if placed:
         # each hit keeps its score, the successor new to the hits its own: a budget shows the same messages
         assert ranking.ids == ["f_plan_b", "f_plan_a", "f_refund"] and ranking.moved == {"f_plan_b"}, why
@@ -604,14 +611,14 @@ HOW_MANY = "How many guests are coming?"
 
 def _newer_first(ranked, scores, text=HOW_MANY, tree=GUESTS, **fusion):
     q = _query(toy_state(tree), text, config=DEFAULT.with_(fusion=fusion) if fusion else DEFAULT)
-    return search._newer_first(q, ranked, scores)[0]
+    return present_state._newer_first(q, ranked, scores)[0]
 
 
 def test_a_newer_hit_that_restates_an_older_one_with_a_change_goes_just_before_it():
     scores = {"f_draft": 0.8, "f_cake": 0.7, "f_final": 0.6}
     assert _newer_first(["f_draft", "f_cake", "f_final"], scores) == ["f_final", "f_draft", "f_cake"]
     # and the whole search shows it so: the builder linked no update here
-    hits = search._place_successors(
+    hits = present_state.current_state_first(
         _query(toy_state(GUESTS), HOW_MANY), ["f_draft", "f_final"], _fused(scores), []
     )
     assert hits.ids == ["f_final", "f_draft"] and hits.lifted == {"f_final"} and not hits.moved
@@ -697,7 +704,7 @@ def test_a_superseded_hit_stays_behind_its_successor_which_may_move_further():
     st = toy_state(tree, updates=(("f_plan_b", "f_plan_a"),))
     q = _query(st, "What is the hosting migration plan?")
     fused = _fused({"f_cost": 0.9, "f_plan_a": 0.85, "f_plan_b": 0.8})
-    ranking = search._place_successors(q, ["f_cost", "f_plan_a", "f_plan_b"], fused, [])
+    ranking = present_state.current_state_first(q, ["f_cost", "f_plan_a", "f_plan_b"], fused, [])
     assert ranking.ids == ["f_plan_b", "f_cost", "f_plan_a"]
     assert ranking.scores == pytest.approx([0.9, 0.89, 0.85])  # placed by rule: at the place it took
 
@@ -724,11 +731,11 @@ SIGNED = {
 def test_asked_for_the_end_state_a_newer_decision_goes_first_from_any_subtopic(text, anywhere, first):
     scores = {"f_kickoff": 0.8, "f_signed": 0.6}
     q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"newer_first_anywhere": anywhere}))
-    assert search._newer_first(q, ["f_kickoff", "f_signed"], scores)[0][0] == first
+    assert present_state._newer_first(q, ["f_kickoff", "f_signed"], scores)[0][0] == first
     # a newer message with no change cue and no decision does not cross subtopics
     q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"newer_first_anywhere": True}))
     assert (
-        search._newer_first(q, ["f_kickoff", "f_quote"], {"f_kickoff": 0.8, "f_quote": 0.7})[0][0]
+        present_state._newer_first(q, ["f_kickoff", "f_quote"], {"f_kickoff": 0.8, "f_quote": 0.7})[0][0]
         == "f_kickoff"
     )
 
@@ -760,7 +767,7 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
 )
 def test_asked_for_the_end_state_the_first_fragment_hits_read_newest_first(text, head, order):
     q = _query(toy_state(SIGNED), text, config=DEFAULT.with_(fusion={"end_state_head": head}))
-    got, lifted = search._state_in_force_first(q, ENDED, {})
+    got, lifted = present_state._state_in_force_first(q, ENDED, {})
     assert got == order
     assert lifted == {i for i in order if order.index(i) < ENDED.index(i)}
 
@@ -773,7 +780,7 @@ def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state
         "Which plan did Nordwind take in the end?",
         config=DEFAULT.with_(fusion={"end_state_head": 4}),
     )
-    got, lifted = search._state_in_force_first(q, ENDED, {}, placed={"f_quote"})
+    got, lifted = present_state._state_in_force_first(q, ENDED, {}, placed={"f_quote"})
     assert got == ["f_quote", "c_billing", "f_signed", "f_kickoff"] and lifted == {"f_quote", "f_signed"}
 
 
@@ -860,7 +867,7 @@ def test_a_newer_hit_on_the_same_matter_goes_before_the_older_one(why, text, men
     """The same matter: a specific entity both name, or a pair the update judge scores at least
     ``fusion.present_state_judge`` (one the builder was too unsure to link)."""
     q = _query(toy_state(COUSINS, mentions=mentions), text, config=DEFAULT.with_(**fusion))
-    got, lifted = search._state_in_force_first(q, COUNTED, scores)
+    got, lifted = present_state._state_in_force_first(q, COUNTED, scores)
     assert got == order, why
     assert lifted == {i for i in order if order.index(i) < COUNTED.index(i)}
 
@@ -932,7 +939,7 @@ def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_olde
         "How many guests are we expecting in the end?",
         config=config,
     )
-    got, lifted = search._state_in_force_first(q, COUNT_RANKED, {}, placed=placed)
+    got, lifted = present_state._state_in_force_first(q, COUNT_RANKED, {}, placed=placed)
     assert got == order, why
     assert ("f_count" in lifted) == (order.index("f_count") < COUNT_RANKED.index("f_count")), why
 
@@ -941,7 +948,7 @@ def test_a_hit_moved_up_for_the_end_state_keeps_its_score_and_says_newer():
     text = "Which plan did Nordwind take in the end?"
     fused = _fused({"f_kickoff": 0.8, "f_quote": 0.7, "f_signed": 0.2})
     q = _query(toy_state(SIGNED), text)
-    ranking = search._place_successors(q, ["f_kickoff", "f_quote", "f_signed"], fused, [])
+    ranking = present_state.current_state_first(q, ["f_kickoff", "f_quote", "f_signed"], fused, [])
     assert ranking.ids == ["f_signed", "f_quote", "f_kickoff"] and ranking.lifted == {"f_signed"}
     assert ranking.scores == [0.2, 0.7, 0.8]  # read newest first, each with its own score
     nothing = RelationResult(set(), {}, {}, 0)
@@ -958,8 +965,8 @@ def test_hits_say_which_way_each_node_came_with_scores_clipped_to_0_1():
     q = _query(st, "plan for the hosting migration")
     sem = SemanticResult({"f_plan_a": 0.9, "s_hosting": 0.4}, {}, {"s_hosting": "f_plan_a"})
     rel = RelationResult({}, {"f_plan_a": 0.5}, {"f_plan_a": 1}, 1)
-    fused = search._Fused({}, {"f_plan_a": 0.9}, {"f_plan_a": 0.5}, True)
-    ranking = search._Ranking(
+    fused = search.Fused({}, {"f_plan_a": 0.9}, {"f_plan_a": 0.5}, True)
+    ranking = search.Ranking(
         ["f_plan_b", "f_plan_a", "s_hosting", "f_tea", "f_lunch"],
         [1.3, 0.5, 0.7, 0.2, -0.1],
         supplemented=["f_tea"],

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALPHA_RULES",
     "NORMALISERS",
+    "PLACED_STEP",
     "TIE_SHARE",
     "alpha_for",
     "break_ties",
@@ -28,6 +29,7 @@ __all__ = [
     "normaliser",
     "place_successors",
     "semantic_match",
+    "steps_under",
     "top_up",
 ]
 
@@ -281,3 +283,18 @@ def mmr_order(
         left.remove(pick)
         best_sim = np.maximum(best_sim, sims[pick])
     return [head[i] for i in chosen] + ranked[limit:]
+
+
+# A run of hits placed under one score reads in steps of at most this share of the fused scale
+# ([0, 1] whatever the embedder): close under the score they are placed at, yet apart at three decimals.
+PLACED_STEP = 0.01
+
+
+def steps_under(top: float, floor: float, n: int) -> list[float]:
+    """``n`` falling scores under ``top`` and above ``floor``, evenly apart, at most ``PLACED_STEP``.
+
+    >>> [round(x, 3) for x in steps_under(0.9, 0.3, 2)], [round(x, 3) for x in steps_under(0.9, 0.88, 3)]
+    ([0.89, 0.88], [0.895, 0.89, 0.885])
+    """
+    step = min((top - floor) / (n + 1), PLACED_STEP)
+    return [top - j * step for j in range(1, n + 1)]

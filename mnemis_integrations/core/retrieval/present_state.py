@@ -1,0 +1,453 @@
+"""The current state first: the rules that reorder ranked hits so that a reader meets what holds now
+before what it replaced (SPEC §4: superseded facts come with their successors).
+
+:func:`current_state_first` is search's fifth stage (``search.dual_path_search``): a newer hit that
+restates an older one above it with a change goes before it (``_newer_first``); a superseded hit is
+preceded by the nodes that replace it when the update is about what the query matched, else they keep
+their own rank; for a question that asks for the end state the first few fragment hits read newest
+first, and for any other question not about the past a newer hit on the same matter as an older one
+goes before it (``_state_in_force_first``, each keeping its score); successors the builder was too
+unsure to link, judged at search time, go before the hit they replace (``_judged_successors``).
+Scores stay non-increasing, a placed hit's run stepped down after it (``_spread_placed``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+
+from ..builder.updates import candidate_scores, gate_passed, later_neighbours
+from ..changes import has_change_cue, states_change, states_decision
+from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
+from ..model import EdgeKind, NodeKind, Status, time_order
+from ..state import NamespaceState
+from ..temporal import visible_successors
+from ..text import content_words
+from .cache import memo
+from .fusion import place_successors, steps_under
+from .relation import node_words, specific_entities
+from .stages import Fused, Query, Ranking
+
+__all__ = ["current_state_first"]
+
+
+# A question about an earlier state ("what was the first plan?") wants the older hit where it ranks.
+_ASKS_ABOUT_THE_PAST = re.compile(
+    r"\b(?:first|originally|original|initially|initial|before|previous|previously|earlier|used to|"
+    r"old|start|started|beginning)\b|最初|原来|一开始|之前|以前|起初|本来",
+    re.IGNORECASE,
+)
+
+
+# A question that asks for the end state names it: then the newest restatement wins wherever the
+# hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
+# "Actually" / "到底" ask for the value that held in the end, after a quote, an estimate or a misreading
+# ("What did Dev's first order actually cost?": there "first" names the order, not an earlier state).
+_ASKS_FOR_THE_END = re.compile(
+    r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
+    r"latest|by now|actually)\b|最后|最终|现在|目前|如今|后来|到头来|到底|实际",
+    re.IGNORECASE,
+)
+
+
+def _asks_only_about_the_past(text: str) -> bool:
+    """A question about an earlier state that does not also ask where it ended ("what was the first
+    plan?", not "what is the date now, and what was it before?": that one wants the state in force
+    read first, the earlier one after it)."""
+    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not _ASKS_FOR_THE_END.search(text)
+
+
+def _newer_first(
+    q: Query,
+    ranked: list[str],
+    scores: dict[str, float],
+    superseded: set[str] | frozenset[str] = frozenset(),
+) -> tuple[list[str], set[str]]:
+    """Each fragment hit that restates an older fragment hit above it with a change goes just
+    before it: the current state first, also where the builder linked no update. Returns the new
+    order and the hits moved.
+
+    "Restates with a change": newer, a query word in both, only within ``fusion.newer_first`` of
+    the older one's score (a weak hit is not lifted over a strong one), and either in the same
+    subtopic with a stated change to the older (:func:`~..changes.states_change`), or, when the
+    query asks for the end state ("in the end", "now", "最后") and ``fusion.newer_first_anywhere``
+    is on, in any subtopic with a change cue or a decision of its own ("confirmed", "签了"). Hits in
+    ``superseded`` (those with a successor to show) are not moved: their link places them, after this.
+    """
+    margin = q.config.fusion.newer_first
+    if margin <= 0 or _asks_only_about_the_past(q.text):
+        return ranked, set()
+    anywhere = q.config.fusion.newer_first_anywhere and bool(_ASKS_FOR_THE_END.search(q.text))
+    st, out = q.st, list(ranked)
+    query_words = frozenset(content_words(q.text))
+    # Each hit's subtopic, time and words are read once: the pairs to compare grow as k squared.
+    placed: dict[str, tuple[str | None, datetime]] = {}  # fragment hit -> (its subtopic, its time)
+    for nid in out:
+        node = st.node(nid)
+        if node.kind == NodeKind.FRAGMENT and node.event_time is not None:
+            up = st.graph.parent(nid)
+            placed[nid] = (up.id if up is not None else None, node.event_time)
+    held: dict[str, frozenset[str]] = {}
+    texts: dict[str, str] = {}
+
+    def words(nid: str) -> frozenset[str]:
+        if nid not in held:
+            held[nid] = query_words & node_words(st, nid)
+        return held[nid]
+
+    def text(nid: str) -> str:
+        if nid not in texts:
+            texts[nid] = " ".join(m.text for m in st.fragment_messages(nid))
+        return texts[nid]
+
+    def restates(new: str, old: str) -> bool:
+        where, when = placed[new]
+        older = placed.get(old)
+        if older is None or not (anywhere or older[0] == where):
+            return False
+        if not (older[1] < when and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)):
+            return False
+        if not words(new) & words(old):
+            return False
+        if older[0] == where:
+            return states_change(text(new), text(old))
+        # Across subtopics other values are often other things: only a stated change or decision counts.
+        return has_change_cue(text(new)) or states_decision(text(new))
+
+    return _pass_up(out, restates, movable=lambda nid: nid not in superseded and nid in placed)
+
+
+def _state_in_force_first(
+    q: Query, ranked: list[str], scores: Mapping[str, float], placed: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[str], set[str]]:
+    """Among the first hits, the newer word on a matter before the older, unless the query asks about
+    the past ("first", "之前"). Returns the new order and the hits that moved up (their ``via`` says
+    ``newer``).
+
+    When the query asks for the end state ("in the end", "now", "最后"), the fragment hits among the
+    first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
+    (a successor, a restatement with a change: ``_place_successors``), which no newer hit passes: for
+    such a question the newest of them is the likeliest to hold the state in force, linked by the
+    builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
+    as an older one above it (as told below) goes before it, placed hits held the same way. Any other
+    question ("How many guests are we expecting?") is read as asking for what holds now too, but only
+    a newer hit on the same matter as an older one (naming the same specific thing, or judged to
+    replace it: ``_newer_before``) goes before it (among the first
+    ``fusion.present_state_head``, within ``fusion.present_state_margin``). Only the
+    order they are read in changes: each hit keeps its score, and a token budget, which follows the
+    scores, shows the same messages of them as without the rule.
+    """
+    fcfg = q.config.fusion
+    if _asks_only_about_the_past(q.text):
+        return ranked, set()
+    asks_end = bool(_ASKS_FOR_THE_END.search(q.text))
+    head = fcfg.end_state_head if asks_end else fcfg.present_state_head
+    if head < 2:
+        return ranked, set()
+    first = ranked[:head]
+    if asks_end:
+        reordered = _newer_before(q, first, scores, 1.0, same_entity=False, hold=placed)
+        # The current state often ranks just below the head: a newer hit among the first
+        # present_state_head on the same matter as an older one above it goes before it too.
+        reach = max(head, fcfg.present_state_head)
+        first = ranked[:reach]
+        reordered = _newer_before(
+            q, reordered + ranked[head:reach], scores, 1.0, same_entity=True, hold=placed
+        )
+    else:
+        # Here a placed hit may be passed: holding them lost every question this rule gains (a
+        # successor placed by a wrong link is often what the newer hit corrects). A superseded hit lifted
+        # past its own successor goes back behind it (`_successors_kept_before`).
+        reordered = _newer_before(q, first, scores, fcfg.present_state_margin, same_entity=True)
+    lifted = {i for n, i in enumerate(reordered) if n < first.index(i)}
+    return reordered + ranked[len(first) :], lifted
+
+
+def _newer_before(
+    q: Query,
+    first: list[str],
+    scores: Mapping[str, float],
+    margin: float,
+    *,
+    same_entity: bool,
+    hold: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
+    """Each dated fragment of ``first`` goes before the first older fragment there that is not in
+    ``hold``, outscores it by no more than ``margin`` (its score at least (1 - ``margin``) x that
+    one's) and, with ``same_entity``, is on the same matter: it names a specific entity it names too
+    (one in at most ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker), or the
+    update judge scores one of its messages as replacing one of the older's at least
+    ``fusion.present_state_judge`` (a pair the builder found too unsure to link: "Ok. £15 a plot from
+    the April renewal" after "the water charge stays at £12 a plot"). Other hits keep their places;
+    with ``margin`` 1 and nothing held, the fragments read newest first.
+
+    A subtopic in common is no matter in common: a long conversation's subtopics gather a dozen
+    stretches, and ordering those by time cost LoCoMo dev 6 points of MRR (BENCHMARKS.md, fourteenth
+    round).
+    """
+    st = q.st
+    dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
+    cap = q.config.relation.bridge_max_fragments
+    named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if same_entity else {}
+    judge_floor = q.config.fusion.present_state_judge
+
+    def same_matter(new: str, old: str) -> bool:
+        if named[new] & named[old]:
+            return True
+        return judge_floor is not None and _judged_to_replace(st, new, old, judge_floor)
+
+    def goes_before(new: str, old: str) -> bool:
+        return (
+            old not in hold
+            and st.node(old).event_time < st.node(new).event_time
+            and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
+            and (not same_entity or same_matter(new, old))
+        )
+
+    out, _ = _pass_up(dated, goes_before)
+    fragments, in_order = set(dated), iter(out)
+    return [next(in_order) if i in fragments else i for i in first]
+
+
+def _judged_to_replace(st: NamespaceState, new: str, old: str, floor: float) -> bool:
+    """Does the offline update judge score a message of fragment ``new`` as replacing one of ``old``'s
+    at least ``floor``?"""
+    return _judged_any(st, (m.id for m in st.fragment_messages(new)), set(st.node(old).source_ids), floor)
+
+
+def _judged_any(st: NamespaceState, news: Iterable[str], olds: set[str], floor: float) -> bool:
+    """Does the offline update judge score one of the messages ``news`` as replacing one of ``olds`` at
+    least ``floor``?"""
+    return any(score >= floor for m in news for o, score in _judged_candidates(st, m).items() if o in olds)
+
+
+def _judged_candidates(st: NamespaceState, mid: str) -> dict[str, float]:
+    """The earlier messages the offline update judge scores message ``mid`` as replacing, with their
+    log-odds (``candidate_scores``): judged once per write version, whichever search rule asks."""
+    judged = memo(st, "judged_candidates", None, dict)
+    if mid not in judged:
+        judged[mid] = dict(candidate_scores(st, st.messages[mid]))
+    return judged[mid]
+
+
+def _pass_up(
+    order: list[str], passes: Callable[[str, str], bool], movable: Callable[[str], bool] = lambda _: True
+) -> tuple[list[str], set[str]]:
+    """An insertion pass, top down: each ``movable`` hit goes just before the first hit above it that
+    it ``passes`` (``passes(hit, above)``); the others keep their order. Returns the new order and the
+    hits that moved."""
+    out, moved = list(order), set()
+    for j in range(1, len(out)):
+        nid = out[j]
+        if not movable(nid):
+            continue
+        above = next((i for i in range(j) if passes(nid, out[i])), None)
+        if above is not None:
+            out.insert(above, out.pop(j))
+            moved.add(nid)
+    return out, moved
+
+
+def _replaced_best_match(q: Query, old: str, message_scores: Mapping[str, float]) -> bool:
+    """Is the superseded hit's best match to the query a message its ``updates`` links replaced? A
+    link that names no message (the whole node replaced, as an LLM judges) counts as yes, and so does a
+    hit none of whose messages was scored (a large graph's funnel scores only its candidates)."""
+    scored = [m for m in q.st.node(old).source_ids if m in message_scores]
+    if not scored:
+        return True
+    best = max(scored, key=lambda m: message_scores[m])
+    return any(replaces(e, best) for e in q.st.graph.in_edges(old, EdgeKind.UPDATES))
+
+
+def current_state_first(
+    q: Query,
+    ranked: list[str],
+    fused: Fused,
+    supplemented: list[str],
+    message_scores: Mapping[str, float] | None = None,
+) -> Ranking:
+    """``message_scores``: each message's match to the query, to tell whether an update is about what a
+    superseded hit matched (``fusion.successor_lead_share``); ``None``: every successor leads."""
+    successors: dict[str, list[str]] = {}
+    if q.config.fusion.attach_successors:
+        for nid in ranked:
+            if q.status.get(nid) == Status.SUPERSEDED:
+                succ = visible_successors(q.st.graph, nid, q.allowed)  # issue #7: newest state shown at as_of
+                if succ:
+                    successors[nid] = succ
+    # A superseded hit stays behind its successor, where its link places it, after this.
+    ranked, lifted = _newer_first(q, ranked, fused.scores, set(successors))
+    share = q.config.fusion.successor_lead_share
+
+    trust_floor, trusted = q.config.fusion.successor_lead_judge, q.config.fusion.successor_lead_judge_below
+
+    def leads(new: str, old: str) -> bool:
+        # A fragment holds several matters; its link may concern another than the one the query matched
+        # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit).
+        if message_scores is None or _replaced_best_match(q, old, message_scores):
+            return True
+        new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
+        if new_score < share * old_score:
+            return False
+        return (
+            trust_floor is None
+            or new_score >= trusted * old_score
+            or _link_judged_at_least(q.st, new, old, trust_floor)
+        )
+
+    before = set(ranked)
+    ranked, moved = place_successors(ranked, successors, leads)
+    attached = {nid for nid in ranked if nid not in before and nid not in moved}
+
+    # A hit placed by rule before one that outscored it (a successor before the hit it replaces, a
+    # newer statement before the older one) is shown with that hit: it takes the hit's score when its
+    # own is lower. Otherwise one weak placed hit near the top capped every score below it (scores
+    # stay non-increasing), and the top hits of many evolution questions all read the same.
+    own = [float(fused.scores.get(nid, 0.0)) for nid in ranked]
+    shown_score = list(own)
+    for i in range(len(ranked) - 2, -1, -1):
+        if (ranked[i] in moved or ranked[i] in lifted) and shown_score[i] < shown_score[i + 1]:
+            shown_score[i] = shown_score[i + 1]
+    for i in range(1, len(shown_score)):  # top-ups too are placed by rule: scores stay non-increasing
+        shown_score[i] = min(shown_score[i], shown_score[i - 1])
+    # The hits a placement made equal then step down after the first, so the scores rank them.
+    shown_score = _spread_placed(shown_score, own)
+    # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
+    shown = dict(zip(ranked, shown_score, strict=True))
+    before_rule = {nid: i for i, nid in enumerate(ranked)}
+    ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
+    ranked = _successors_kept_before(ranked, successors, moved, leads)
+    # `via` says "newer" only of a hit still read before where it ranked (one put back behind its own
+    # successor may have ended where it began).
+    newest = {nid for nid in newest if ranked.index(nid) < before_rule[nid]}
+    # Successors judged at search time go before the hit they replace, each hit keeping its score (one
+    # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
+    judged = _judged_successors(q, ranked, message_scores or {})
+    placed: set[str] = set()
+    if judged:
+        ranked, placed = place_successors(ranked, judged)
+        for nid in placed:
+            shown.setdefault(nid, float(fused.scores.get(nid, 0.0)))
+    scores = [shown[i] for i in ranked]
+    return Ranking(
+        ranked, scores, supplemented, moved | placed, lifted | newest, attached, judged=placed - moved
+    )
+
+
+def _link_judged_at_least(st: NamespaceState, new: str, old: str, floor: float) -> bool:
+    """Does the offline update judge score the ``updates`` link new -> old, on the messages it names,
+    at least ``floor``? A link naming none (an LLM's, the whole node replaced) is trusted."""
+    edge = st.graph.edge(new, old, EdgeKind.UPDATES)
+    if edge is None or REPLACED not in edge.properties:
+        return True
+    replacing = (m for m in edge.properties.get(REPLACED_BY, ()) if m in st.messages)
+    return _judged_any(st, replacing, set(edge.properties[REPLACED]), floor)
+
+
+def _successors_kept_before(
+    ranked: list[str], successors: Mapping[str, list[str]], moved: set[str], leads: Callable[[str, str], bool]
+) -> list[str]:
+    """``ranked`` with each successor shown before a superseded hit as its link's (``moved``, and it
+    ``leads``) put back before it where a later rule lifted that hit above it. The state-in-force rules lift a
+    superseded hit as the newer word (often rightly: its link may be wrong), and it may then pass the
+    hit its successor was placed before, ending above the state that replaced it.
+
+    >>> _successors_kept_before(["old", "x", "new"], {"old": ["new"]}, {"new"}, lambda s, o: True)
+    ['new', 'old', 'x']
+    """
+    out = list(ranked)
+    for old, succ in successors.items():
+        for new in succ:
+            if (
+                new in moved
+                and old in out
+                and new in out
+                and out.index(new) > out.index(old)
+                and leads(new, old)
+            ):
+                out.remove(new)
+                out.insert(out.index(old), new)
+    return out
+
+
+def _judged_successors(
+    q: Query, ranked: list[str], message_scores: Mapping[str, float]
+) -> dict[str, list[str]]:
+    """Successors the builder was too unsure to link, read where a query meets them: for each active
+    dated fragment among the first ``fusion.judged_successor_head`` hits, the active fragment holding
+    the later message the offline update judge scores highest as replacing the hit's best match to the
+    query, when at least ``fusion.judged_successor_floor``. Not for a question about the past, and with
+    ``fusion.judged_successor_questions`` "end_state" only for one that asks for the end state. Returns
+    hit -> [its successor], as ``place_successors`` takes them.
+
+    Bounded whatever the namespace's size: the later messages looked at are the replaced message's
+    nearest by vector and by word overlap (``builder.updates.later_neighbours``), each judged once per
+    write version.
+    """
+    fcfg = q.config.fusion
+    floor = fcfg.judged_successor_floor
+    if floor is None or fcfg.judged_successor_head < 1 or _asks_only_about_the_past(q.text):
+        return {}
+    if fcfg.judged_successor_questions == "end_state" and not _ASKS_FOR_THE_END.search(q.text):
+        return {}
+    st = q.st
+    out: dict[str, list[str]] = {}
+    for nid in ranked[: fcfg.judged_successor_head]:
+        node = st.node(nid)
+        if node.kind != NodeKind.FRAGMENT or node.event_time is None or q.status.get(nid) != Status.ACTIVE:
+            continue
+        own = set(node.source_ids)
+        scored = [m for m in node.source_ids if m in message_scores]
+        olds = [max(scored, key=lambda m: (message_scores[m], m))] if scored else list(node.source_ids)
+        best: tuple[float, str] | None = None
+        for o in olds:
+
+            def visible_later(k: str, said: tuple = time_order(st.messages[o]), own: set = own) -> bool:
+                other = st.messages.get(k)
+                return (
+                    other is not None
+                    and k not in own
+                    and time_order(other) > said
+                    and (q.as_of is None or other.timestamp is None or other.timestamp <= q.as_of)
+                    and st.msg_fragment.get(k) in q.allowed
+                )
+
+            for k in later_neighbours(st, o, visible_later):
+                if not gate_passed(st.messages[k].text, st.messages[o].text):
+                    continue
+                s = _judged_candidates(st, k).get(o)
+                if s is not None and s >= floor and (best is None or (s, k) > best):
+                    best = (s, k)
+        if best is None:
+            continue
+        succ = st.msg_fragment[best[1]]
+        if q.status.get(succ) == Status.SUPERSEDED:
+            newest = visible_successors(st.graph, succ, q.allowed)
+            succ = newest[0] if newest else succ
+        if succ != nid and q.status.get(succ) == Status.ACTIVE:
+            out[nid] = [succ]
+    return out
+
+
+def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
+    """Shown scores, non-increasing, with each run of equal ones that a placement made (a member shown
+    at another score than its own) stepped down after its first (``steps_under``, above the next
+    lower score): a placed hit and the hit it goes before read in their order, not as one score.
+    Scores that are equal on their own stay equal.
+
+    >>> [round(x, 3) for x in _spread_placed([0.8, 0.8, 0.8, 0.5], [0.1, 0.8, 0.8, 0.5])]
+    [0.8, 0.79, 0.78, 0.5]
+    >>> _spread_placed([0.8, 0.8, 0.5], [0.8, 0.8, 0.5])
+    [0.8, 0.8, 0.5]
+    """
+    out, start = list(shown), 0
+    while start < len(out):
+        end = start
+        while end + 1 < len(out) and out[end + 1] == out[start]:
+            end += 1
+        if end > start and any(own[i] != shown[i] for i in range(start, end + 1)):
+            floor = out[end + 1] if end + 1 < len(out) else 0.0
+            out[start + 1 : end + 1] = steps_under(out[start], floor, end - start)
+        start = end + 1
+    return out
