@@ -43,6 +43,8 @@ class Query:
 
 @dataclass
 class Fused:
+    """Each scored node's fused score, and what each path and each lending rule gave it."""
+
     scores: dict[str, float]  # node id -> fused score, parent weight applied
     semantic: dict[str, float]  # node id -> normalised semantic path score
     relation: dict[str, float]  # node id -> relation path score on the fusion scale
@@ -55,6 +57,9 @@ class Fused:
 
 @dataclass
 class Ranking:
+    """The hits in their final order, each one's score as shown, and the rules that placed them (a hit's
+    ``via`` says which)."""
+
     ids: list[str]  # the hits, in order
     scores: list[float]  # each hit's score as shown, before clamping
     supplemented: list[str]  # topped up from the semantic backup to reach min_results
