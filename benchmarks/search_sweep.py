@@ -14,14 +14,14 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 / 1,024 /
-2,048 tokens (the engine's own budget fitting), current-state-first, MRR and R@5; then, per split, the
-build's ``updates`` links against the annotated supersessions (graph after the last message, scored
-as the bench scores them), so that a ``--build`` change shows its links too. ``--bulk`` ingests each
-conversation whole and then asks every question, as ``mnemis bench scenarios --protocol full`` does
-(the same figures for the default setting). With ``--locomo``, LoCoMo as ``mnemis bench locomo``
-runs it (each conversation ingested whole, then asked), per conversation and overall, multi-hop
-apart, adversarial questions apart and left out of overall: the same figures as the bench's for the
-default setting. ``--stream`` feeds each LoCoMo conversation a message at a time instead, as an
+2,048 tokens (the engine's own budget fitting), current-state-first, MRR and R@5; then, per split and
+per split and language, the build's ``updates`` links against the annotated supersessions (graph after
+the last message, scored as the bench scores them), so that a ``--build`` change shows its links too.
+``--bulk`` ingests each conversation whole and then asks every question, as ``mnemis bench scenarios
+--protocol full`` does (the same figures for the default setting). With ``--locomo``, LoCoMo as ``mnemis
+bench locomo`` runs it (each conversation ingested whole, then asked), per conversation and overall,
+multi-hop apart, adversarial questions apart and left out of overall: the same figures as the bench's
+for the default setting. ``--stream`` feeds each LoCoMo conversation a message at a time instead, as an
 agent fills its memory (the questions are still asked after the last message: LoCoMo's evidence is
 annotated for the whole conversation).
 """
@@ -115,7 +115,10 @@ def run(
                         for cls in (item.category, "overall"):
                             table[name][(split, cls)][metric].append(v)
         scenario = scenarios[conv.id]
-        structures[scenario.split].append(scenario_structure(memory.graph(conv.id), scenario))
+        figures = scenario_structure(memory.graph(conv.id), scenario)
+        # each language apart too: the update judge reads each one's cues and words
+        for key in (scenario.split, f"{scenario.split}, {scenario.language}"):
+            structures[key].append(figures)
         print(f"{conv.id}: done", file=sys.stderr, flush=True)
     _write_rows(rows, out)
     print(links_report({split: combine(blocks) for split, blocks in structures.items()}))

@@ -62,13 +62,23 @@ def _structure(result: Mapping[str, Any], splits: Sequence[str]) -> dict[str, An
     out: dict[str, Any] = {}
     for name, by_conv in result.get("inspections", {}).items():
         per = list(by_conv.values())
+        in_split = {split: [p for p in per if split == ALL or p["split"] == split] for split in splits}
         out[name] = {
             "per_scenario": per,
-            "splits": {
-                split: structure.combine([p for p in per if split == ALL or p["split"] == split])
-                for split in splits
-            },
+            "splits": {split: structure.combine(held) for split, held in in_split.items()},
         }
+        # The update judge reads cues and words of each language apart: a suite of two languages shows
+        # each one's figures too (split -> language -> the same figures).
+        languages = sorted({p.get("language") for p in per} - {None})
+        if len(languages) > 1:
+            out[name]["languages"] = {
+                split: {
+                    lang: structure.combine(mine)
+                    for lang in languages
+                    if (mine := [p for p in held if p.get("language") == lang])
+                }
+                for split, held in in_split.items()
+            }
     return out
 
 
@@ -193,7 +203,14 @@ def _structure_section(summary: Mapping[str, Any]) -> list[str]:
         "in one node).",
     ]
     title = "## Structure (graph after each scenario is fully ingested)"
-    return ["", title, ""] + _table(head, rows) + notes + _per_scenario_section(summary)
+    by_language = [
+        _structure_rows(name, f"{split}, {lang}", c)
+        for name, block in summary["structure"].items()
+        for split, langs in block.get("languages", {}).items()
+        for lang, c in langs.items()
+    ]
+    languages = ["", "### Per language", ""] + _table(head, by_language) if by_language else []
+    return ["", title, ""] + _table(head, rows) + notes + languages + _per_scenario_section(summary)
 
 
 def _per_scenario_section(summary: Mapping[str, Any]) -> list[str]:

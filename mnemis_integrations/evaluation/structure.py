@@ -172,6 +172,7 @@ def scenario_structure(graph: MemoryGraph, scenario: Scenario) -> dict[str, Any]
     return {
         "scenario": scenario.id,
         "split": scenario.split,
+        "language": scenario.language,
         "source": scenario.source,
         **hierarchy_counts(graph),
         "messages": len(scenario.messages),

@@ -171,6 +171,24 @@ def test_mnemis_streams_and_the_report_splits_tune_from_holdout(tmp_path):
     assert json.loads(paths["scenario_json"].read_text())["without_topics"] == []
 
 
+def test_a_suite_of_two_languages_reports_each_ones_structure_apart(tmp_path):
+    assert "languages" not in _summary([tiny("s1"), tiny("s2")])["structure"]["mnemis"]  # one language
+    summary = _summary([tiny("s1"), {**tiny("s2", split="holdout"), "language": "zh"}])
+    by_language = summary["structure"]["mnemis"]["languages"]
+    assert set(by_language["all"]) == {"en", "zh"} and set(by_language["holdout"]) == {"zh"}
+    assert by_language["all"]["zh"]["scenarios"] == 1
+    splits = summary["structure"]["mnemis"]["splits"]
+    assert by_language["all"]["zh"]["updates"] == splits["holdout"]["updates"]
+    md = write_scenario_reports(summary, tmp_path)["scenario_markdown"].read_text()
+    assert "### Per language" in md and "| mnemis | all, zh | 1 (1 / 1) |" in md
+
+
+def _summary(raw: list[dict]) -> dict:
+    scenarios = [scenario_from_dict(d) for d in raw]
+    result = _run(scenarios, ["mnemis"], inspect=inspector(scenarios))
+    return scenario_summary(result, scenarios, protocol="incremental")
+
+
 def test_cli_runs_the_incremental_protocol_on_several_suites(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b.json"
     a.mkdir()

@@ -464,7 +464,8 @@ def test_a_successor_leading_by_its_score_alone_needs_the_judge_below_the_band_t
     # score alone: from 0.5 to 0.7 of f_flat's only when the judge scores m3 -> m1 at least -0.5
     st = toy_state(MOVING, updates=(("f_keys", "f_flat", "m3", "m1"),))
     q = _query(st, "Who helps with the van?", config=DEFAULT.with_(fusion=fusion))
-    monkeypatch.setattr(present_state, "_judged_candidates", lambda st, mid: {"m1": judged} if mid == "m3" else {})
+    judge = lambda st, mid: {"m1": judged} if mid == "m3" else {}  # noqa: E731
+    monkeypatch.setattr(present_state, "_judged_candidates", judge)
     fused = _fused({"f_flat": 0.9, "f_cake": 0.3, "f_keys": successor_share * 0.9})
     ranking = present_state.current_state_first(q, ["f_flat", "f_cake"], fused, [], {"m1": 0.2, "m2": 0.9})
     assert (ranking.ids[0] == "f_keys") == leads, why
