@@ -15,7 +15,7 @@ the figures equal the bench's. Vectors are cached (``--cache``) under the embedd
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 / 1,024 /
 2,048 tokens (the engine's own budget fitting), current-state-first, MRR and R@5; then, per split and
-per split and language, the build's ``updates`` links against the annotated supersessions (graph after
+per split and language alike, the build's ``updates`` links against the annotated supersessions (graph after
 the last message, scored as the bench scores them), so that a ``--build`` change shows its links too.
 ``--bulk`` ingests each conversation whole and then asks every question, as ``mnemis bench scenarios
 --protocol full`` does (the same figures for the default setting). With ``--locomo``, LoCoMo as ``mnemis

@@ -127,7 +127,7 @@ def _state_in_force_first(
 
     When the query asks for the end state ("in the end", "now", "最后"), the fragment hits among the
     first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
-    (a successor, a restatement with a change: ``_place_successors``), which no newer hit passes: for
+    (a successor, a restatement with a change: ``current_state_first``), which no newer hit passes: for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
     builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
     as an older one above it (as told below) goes before it, placed hits held the same way. Any other
