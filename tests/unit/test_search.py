@@ -448,6 +448,32 @@ def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_lea
     assert search._link_messages(q, led) == {"f_flat": ("m1",), "f_keys": ("m3",)}
 
 
+TRIP = {
+    "c_trip": {
+        "s_trip": {
+            "f_first": ["4 of us are going on the team trip.", "The trip goes to Moganshan."],
+            "f_second": ["Switch the trip to Anji instead.", "5 of us are going now."],
+            "f_third": ["7 of us are going in the end."],
+        }
+    }
+}
+
+
+def test_a_successor_linked_for_another_matter_of_its_fragment_does_not_hold_off_a_newer_hit():
+    # f_second replaces f_first's venue line (m2); the question asks the head count, which f_first's m1
+    # matched: f_second leads by its score alone, and the newest count (f_third) still reads first.
+    st = toy_state(TRIP, updates=(("f_second", "f_first", "m3", "m2"),))
+    q = _query(st, "How many of us are going on the trip in the end?")
+    fused = _fused({"f_second": 0.85, "f_first": 0.8, "f_third": 0.7})
+    matches = {"m1": 0.9, "m2": 0.2, "m3": 0.3, "m4": 0.8, "m5": 0.8}
+    ranking = present_state.current_state_first(q, ["f_second", "f_first", "f_third"], fused, [], matches)
+    assert ranking.ids.index("f_third") < ranking.ids.index("f_second") < ranking.ids.index("f_first")
+    # when the question matched the line the link replaced, the successor holds its place
+    about_venue = {"m1": 0.2, "m2": 0.9, "m3": 0.8, "m4": 0.3, "m5": 0.3}
+    ranking = present_state.current_state_first(q, ["f_second", "f_first", "f_third"], fused, [], about_venue)
+    assert ranking.ids[0] == "f_second"
+
+
 @pytest.mark.parametrize(
     "why, judged, successor_share, fusion, leads",
     [

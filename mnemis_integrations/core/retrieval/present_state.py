@@ -127,7 +127,8 @@ def _state_in_force_first(
 
     When the query asks for the end state ("in the end", "now", "最后"), the fragment hits among the
     first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
-    (a successor, a restatement with a change: ``current_state_first``), which no newer hit passes: for
+    (a successor whose link replaced what the query matched, a restatement with a change:
+    ``current_state_first``), which no newer hit passes: for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
     builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
     as an older one above it (as told below) goes before it, placed hits held the same way. Any other
@@ -316,7 +317,16 @@ def current_state_first(
     # After the scores: each hit keeps its own, so a budget still goes by relevance (retrieval.budget).
     shown = dict(zip(ranked, shown_score, strict=True))
     before_rule = {nid: i for i, nid in enumerate(ranked)}
-    ranked, newest = _state_in_force_first(q, ranked, fused.scores, moved | lifted)
+    # Only a successor whose link replaced what the query matched holds its place against a newer hit: one
+    # that leads by its score alone may be linked for another matter of its fragment (a venue changed in a
+    # message beside a head count, for a question about the head count).
+    about_the_match = {
+        new
+        for old, succ in successors.items()
+        for new in succ
+        if new in moved and (message_scores is None or _replaced_best_match(q, old, message_scores))
+    }
+    ranked, newest = _state_in_force_first(q, ranked, fused.scores, about_the_match | lifted)
     ranked = _successors_kept_before(ranked, successors, moved, leads)
     # `via` says "newer" only of a hit still read before where it ranked (one put back behind its own
     # successor may have ended where it began).
