@@ -486,6 +486,16 @@ class ContextConfig(_Frozen):
         "the named speaker's statements always first. Measured in BENCHMARKS.md ('A named speaker first, "
         "unless another matches far better').",
     )
+    reply_hits: int = Field(
+        1,
+        ge=0,
+        description="In the first this many fragment hits, a message that asks is followed directly by the "
+        "fragment's next message when another speaker said it (its reply), wherever its match put it: a "
+        "question matches a query but holds no answer, and a budget that keeps the one without the other "
+        "shows what was asked, not what was said. Lower hits keep their messages in match order: there a "
+        "long reply took the room a higher hit's next match needed. 0: off. Measured in BENCHMARKS.md "
+        "(thirty-third round).",
+    )
     defer_summaries: bool = Field(
         True,
         description="Concept / subtopic summaries (they hold no message of their own) take only the room "

@@ -364,6 +364,27 @@ def test_a_named_speakers_close_match_keeps_the_lead():
     assert _focus_of(_two_speakers(margin=0.0), "Will John bake a cake for the party?")[0] == "cake"
 
 
+def _venue_chat(reply_speaker: str, reply_hits: int = 1) -> MnemisMemory:
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=DEFAULT.with_(context={"reply_hits": reply_hits}))
+    said = [
+        ("ask", "Ann", "Which venue did you book for the team dinner?"),
+        ("reply", reply_speaker, "The Harbour Room, for forty people."),
+        ("ideas", "Ann", "Team dinner venue ideas are welcome, the dinner venue matters."),
+    ]
+    mem.add_messages([{"id": i, "speaker": who, "text": text} for i, who, text in said], namespace="u1")
+    return mem
+
+
+def test_a_question_in_the_first_hits_focus_is_followed_by_its_reply():
+    # The question matches best but holds no answer; its reply hardly matches and would come last.
+    query = "Which venue was booked for the team dinner?"
+    assert _focus_of(_venue_chat("Bob"), query)[:2] == ("ask", "reply")
+    # Off (reply_hits 0), or the next message is by the one who asked: each keeps its place by match.
+    assert _focus_of(_venue_chat("Bob", reply_hits=0), query).index("ideas") < 2
+    focus = _focus_of(_venue_chat("Ann"), query)
+    assert focus.index("ideas") < focus.index("reply")
+
+
 REPORT = (
     "The team met on Monday to go over the agenda for the quarter. " * 12
     + "Revenue in the Berlin office grew by 14 percent, driven by two new enterprise customers. "
