@@ -283,10 +283,18 @@ def current_state_first(
 
     trust_floor, trusted = q.config.fusion.successor_lead_judge, q.config.fusion.successor_lead_judge_below
 
-    def leads(new: str, old: str) -> bool:
+    about: dict[str, bool] = {}
+
+    def about_the_match(old: str) -> bool:
         # A fragment holds several matters; its link may concern another than the one the query matched
-        # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit).
-        if message_scores is None or _replaced_best_match(q, old, message_scores):
+        # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit). Asked
+        # by both `leads` and the hold below, once per superseded hit.
+        if old not in about:
+            about[old] = message_scores is None or _replaced_best_match(q, old, message_scores)
+        return about[old]
+
+    def leads(new: str, old: str) -> bool:
+        if about_the_match(old):
             return True
         new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
         if new_score < share * old_score:
@@ -320,13 +328,8 @@ def current_state_first(
     # Only a successor whose link replaced what the query matched holds its place against a newer hit: one
     # that leads by its score alone may be linked for another matter of its fragment (a venue changed in a
     # message beside a head count, for a question about the head count).
-    about_the_match = {
-        new
-        for old, succ in successors.items()
-        for new in succ
-        if new in moved and (message_scores is None or _replaced_best_match(q, old, message_scores))
-    }
-    ranked, newest = _state_in_force_first(q, ranked, fused.scores, about_the_match | lifted)
+    held = {new for old, succ in successors.items() for new in succ if new in moved and about_the_match(old)}
+    ranked, newest = _state_in_force_first(q, ranked, fused.scores, held | lifted)
     ranked = _successors_kept_before(ranked, successors, moved, leads)
     # `via` says "newer" only of a hit still read before where it ranked (one put back behind its own
     # successor may have ended where it began).
