@@ -172,6 +172,40 @@ def test_in_a_vague_fallback_recency_lifts_the_newer_nodes():
         assert fused.scores[f] == pytest.approx((1 - w) * fused.semantic[f] + w * d / 5)
 
 
+def _fused_for(st, text, config):
+    q = _query(st, text, config=config)
+    return q, search._fuse(q, *search._run_paths(q))
+
+
+def test_a_fragment_said_in_the_period_the_query_names_is_lifted_and_says_so():
+    st = toy_state()  # one message a day from 1 March 2025: f_pricing is said on 2 March
+    text = "what did we say about the plan on 2 March 2025?"
+    off = DEFAULT.with_(
+        semantic={"threshold": -1.0},
+        fusion={"parent_weight": 1.0, "period_slack_days": 0, "period_weight": 0.0},
+    )
+    on = off.with_(fusion={"period_weight": 0.35})
+    _, plain = _fused_for(st, text, off)
+    q, fused = _fused_for(st, text, on)
+    assert fused.dated == {"f_pricing"} and not plain.dated
+    for nid, s in plain.scores.items():
+        assert fused.scores[nid] == pytest.approx(0.65 * s + (0.35 if nid == "f_pricing" else 0.0))
+    hits = search.dual_path_search(st, text, q.qvec, 10, on, EMB.profile)
+    assert hits[0].node_id == "f_pricing" and Via.PERIOD in hits[0].via
+    assert all(Via.PERIOD not in h.via for h in hits[1:])
+
+
+def test_a_period_that_holds_no_fragment_or_every_one_changes_no_score():
+    st = toy_state()
+    off = DEFAULT.with_(semantic={"threshold": -1.0}, fusion={"period_weight": 0.0})
+    on = off.with_(fusion={"period_weight": 0.35})
+    for when in ("in July 2030", "in March 2025"):  # the toy's messages are all said in March 2025
+        text = f"what did we say about the plan {when}?"
+        _, plain = _fused_for(st, text, off)
+        _, fused = _fused_for(st, text, on)
+        assert not fused.dated and fused.scores == plain.scores
+
+
 # ------------------------------------------------------------------ 4. ranking
 
 

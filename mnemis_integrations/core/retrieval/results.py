@@ -30,6 +30,8 @@ class Via:
     # (search's newer-first rule: it shares that hit's score), or read first among the first hits of
     # a question about the end state (it keeps its own score): this says why it stands first.
     NEWER = "newer"
+    # Said in the period the query names ("in July 2022"), and scored up for it (``fusion.period_weight``).
+    PERIOD = "period"
 
 
 @dataclass(frozen=True)

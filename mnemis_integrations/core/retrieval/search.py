@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from .fusion import (
     steps_under,
     top_up,
 )
+from .periods import named_period
 from .present_state import current_state_first
 from .relation import RelationResult, bridged, relation_path, term_match
 from .render import render
@@ -277,10 +278,33 @@ def _fuse(q: Query, rel: RelationResult, sem: SemanticResult) -> Fused:
         w = cfg.fusion.recency_weight * _vagueness(st, q.text)
         fused = {i: (1 - w) * s + w * rec[i] for i, s in fused.items()}
     fragments = fragment_ids(st)
+    dated = _said_in_period(q, fused, fragments)
     for nid in fused:
         if nid not in fragments:
             fused[nid] *= cfg.fusion.parent_weight
-    return Fused(fused, sem_n, rel_n, fallback)
+    return Fused(fused, sem_n, rel_n, fallback, dated=dated)
+
+
+def _said_in_period(q: Query, fused: dict[str, float], fragments: frozenset[str] | set[str]) -> set[str]:
+    """Lift, in place, the fragments said in the period the query names (``fusion.period_weight``); returns
+    them. Every score is scaled alike: when all fragments were said in it, or none, nothing moves."""
+    w = q.config.fusion.period_weight
+    period = named_period(q.text) if w > 0 else None
+    if period is None:
+        return set()
+    slack = timedelta(days=q.config.fusion.period_slack_days)
+
+    def said_then(nid: str) -> bool:
+        return any(
+            m.timestamp is not None and period.holds(m.timestamp, slack) for m in q.st.fragment_messages(nid)
+        )
+
+    dated = {nid for nid in fused if nid in fragments and said_then(nid)}
+    if not dated or all(nid in dated for nid in fused if nid in fragments):
+        return set()
+    for nid, s in fused.items():
+        fused[nid] = (1 - w) * s + (w if nid in dated else 0.0)
+    return dated
 
 
 def _lenders(st: NamespaceState, scores: dict[str, float], w: float, n: int) -> tuple[list[str], float]:
@@ -473,6 +497,8 @@ def _via(
         via.append(Via.BRIDGE)
     if nid in fused.continued:
         via.append(Via.CONTINUATION)
+    if nid in fused.dated:
+        via.append(Via.PERIOD)
     if fused.fallback and (nid in sem.scores):
         via.append(Via.FALLBACK)
     if nid in ranking.supplemented:

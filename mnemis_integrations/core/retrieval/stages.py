@@ -51,6 +51,7 @@ class Fused:
     fallback: bool  # the relation path found too little: the semantic path alone decides
     bridged: set[str] = field(default_factory=set)  # raised by sharing an entity with a first hit
     continued: set[str] = field(default_factory=set)  # raised as the next stretch after a first hit
+    dated: set[str] = field(default_factory=set)  # raised as said in the period the query names
     # held at a lending rule's ceiling: node id -> (the ceiling, what it would have been lent)
     capped: dict[str, tuple[float, float]] = field(default_factory=dict)
 
