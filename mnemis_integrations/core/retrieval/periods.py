@@ -32,7 +32,10 @@ _FORMS = (
     re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE),
     re.compile(r"(?P<year>(?:19|20)\d\d)\s*年\s*(?P<month>\d{1,2})\s*月(?:\s*(?P<day>\d{1,2})\s*[日号號])?"),
-    re.compile(rf"\b(?:in|during|throughout)\s+{_YEAR}\b|(?P<zh_year>(?:19|20)\d\d)\s*年", re.IGNORECASE),
+    # A year alone only after "in" / "在": "2022年的销售额" (the sales of 2022) is told after the year ended.
+    re.compile(
+        rf"\b(?:in|during|throughout)\s+{_YEAR}\b|[在于於]\s*(?P<zh_year>(?:19|20)\d\d)\s*年", re.IGNORECASE
+    ),
 )
 _BEFORE = re.compile(r"\b(?:before|prior to|until|till)\s+(?:the\s+)?$|之前$|以前$", re.IGNORECASE)
 _AFTER = re.compile(r"\b(?:after|since)\s+(?:the\s+)?$", re.IGNORECASE)
