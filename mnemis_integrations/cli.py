@@ -158,6 +158,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "(semantic: similar meaning; relation: linked to an entity the question names; "
         "bridge: shares an entity with one of the first hits; "
         "continuation: the conversation's next stretch after a first hit whose best line ends it; "
+        "period: said in the period the question names with its year ('in July 2022'); "
         "successor: the newer fact replacing a superseded hit; newer: placed before an older hit it "
         "changes, or read first as the newest of the first hits for a question about the end state; "
         "expansion, fallback, supplement: a match's parent or child, a vague query's fallback, a top-up); "

@@ -172,7 +172,8 @@ def dual_path_search(
        query's words they hold, or their semantic similarity: a hit the semantic path did not
        score, outside a large graph's funnel, matches least), both paths normalised and mixed by
        alpha (the semantic path alone when the relation path found too little, then with a
-       recency preference), non-fragment nodes weighed down; then ``_bridge``: fragments sharing a
+       recency preference), the fragments said in a period the query names lifted
+       (``_said_in_period``), non-fragment nodes weighed down; then ``_bridge``: fragments sharing a
        specific entity with the first fragment hits scored up towards them, never above them; and
        ``_continue``: the fragment that follows a first hit whose best match ends it, likewise; hits
        held just under the lenders are spread there by what they would have been lent
