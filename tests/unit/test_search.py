@@ -1005,6 +1005,44 @@ def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_olde
     assert ("f_count" in lifted) == (order.index("f_count") < COUNT_RANKED.index("f_count")), why
 
 
+@pytest.mark.parametrize(
+    "why, mentions, fusion, first",
+    [
+        (
+            "both placed, on the same matter: the newer reads first",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {},
+            "f_count",
+        ),
+        (
+            "both placed, on other matters: each holds its place",
+            {"f_draft": ["Bristol"], "f_count": ["Hebden"]},
+            {"present_state_judge": None},
+            "f_draft",
+        ),
+        (
+            "turned off: each placed hit holds its place",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"held_pass_held": False},
+            "f_draft",
+        ),
+    ],
+)
+def test_asked_for_the_end_state_a_placed_hit_is_passed_only_by_a_newer_placed_one_on_its_matter(
+    why, mentions, fusion, first
+):
+    config = DEFAULT.with_(fusion={"end_state_head": 4, **fusion})
+    q = _query(
+        toy_state(COUNT_LATE, mentions=mentions),
+        "How many guests are we expecting in the end?",
+        config=config,
+    )
+    ranked = ["f_draft", "f_count", "f_cake", "f_wine"]
+    got, _ = present_state._state_in_force_first(q, ranked, {}, placed={"f_draft", "f_count"})
+    assert got[0] == first, why
+    assert got.index("f_cake") > got.index("f_wine"), why  # the unplaced ones still read newest first
+
+
 def test_a_hit_moved_up_for_the_end_state_keeps_its_score_and_says_newer():
     text = "Which plan did Nordwind take in the end?"
     fused = _fused({"f_kickoff": 0.8, "f_quote": 0.7, "f_signed": 0.2})

@@ -190,7 +190,8 @@ def _newer_before(
     st = q.st
     dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
     cap = q.config.relation.bridge_max_fragments
-    named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if same_entity else {}
+    pass_held = q.config.fusion.held_pass_held
+    named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if (same_entity or pass_held) else {}
     judge_floor = q.config.fusion.present_state_judge
 
     def same_matter(new: str, old: str) -> bool:
@@ -200,7 +201,7 @@ def _newer_before(
 
     def goes_before(new: str, old: str) -> bool:
         return (
-            old not in hold
+            (old not in hold or (pass_held and new in hold and same_matter(new, old)))
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
             and (not same_entity or same_matter(new, old))
