@@ -128,7 +128,8 @@ def _state_in_force_first(
     When the query asks for the end state ("in the end", "now", "最后"), the fragment hits among the
     first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
     (a successor whose link replaced what the query matched, a restatement with a change:
-    ``current_state_first``), which no newer hit passes: for
+    ``current_state_first``), which no newer hit passes but a newer placed one on the same matter
+    (``fusion.held_pass_held``: both claim the state in force): for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
     builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
     as an older one above it (as told below) goes before it, placed hits held the same way. Any other
@@ -175,7 +176,8 @@ def _newer_before(
     hold: set[str] | frozenset[str] = frozenset(),
 ) -> list[str]:
     """Each dated fragment of ``first`` goes before the first older fragment there that is not in
-    ``hold``, outscores it by no more than ``margin`` (its score at least (1 - ``margin``) x that
+    ``hold`` (or is, when both are held and on the same matter, with ``fusion.held_pass_held``),
+    outscores it by no more than ``margin`` (its score at least (1 - ``margin``) x that
     one's) and, with ``same_entity``, is on the same matter: it names a specific entity it names too
     (one in at most ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker), or the
     update judge scores one of its messages as replacing one of the older's at least
