@@ -192,7 +192,7 @@ def _newer_before(
     st = q.st
     dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
     cap = q.config.relation.bridge_max_fragments
-    pass_held = q.config.fusion.held_pass_held
+    pass_held = q.config.fusion.held_pass_held and bool(hold)
     named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if (same_entity or pass_held) else {}
     judge_floor = q.config.fusion.present_state_judge
 
