@@ -3,7 +3,7 @@ and Chinese, "before" and "after" a date, and the dates that name no period."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -54,8 +54,6 @@ def test_the_first_period_named_is_taken_and_a_day_no_calendar_holds_names_its_m
 
 
 def test_a_message_counts_by_its_own_wall_clock_time_with_the_slack_after_the_period():
-    from datetime import timedelta, timezone
-
     july = named_period("in July 2022")
     assert july.holds(datetime(2022, 7, 31, 23, 30, tzinfo=timezone(timedelta(hours=8))))
     assert not july.holds(datetime(2022, 8, 3))

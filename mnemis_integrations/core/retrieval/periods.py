@@ -78,7 +78,7 @@ def _period_of(match: re.Match[str]) -> Period | None:
             last = datetime(year, m, calendar.monthrange(year, m)[1])
             return Period(datetime(year, m, 1), last + timedelta(days=1))
         start = datetime(year, m, int(day))
-    except (ValueError, StopIteration):
+    except ValueError:
         return None
     return Period(start, start + timedelta(days=1))
 
@@ -100,8 +100,9 @@ def named_period(text: str) -> Period | None:
     >>> named_period("Is the fair still on May 18?") is None, named_period("a budget of 2022 pounds") is None
     (True, True)
     """
-    found = [(m.start(), -(m.end() - m.start()), m) for form in _FORMS for m in form.finditer(text)]
-    for _, _, match in sorted(found, key=lambda f: (f[0], f[1])):
+    # In text order; where forms match at one place, the longest ("8 May 2023" over "May 2023").
+    found = (m for form in _FORMS for m in form.finditer(text))
+    for match in sorted(found, key=lambda m: (m.start(), m.start() - m.end())):
         period = _period_of(match)
         if period is None:
             continue
