@@ -249,8 +249,9 @@ class FusionConfig(_Frozen):
         ge=0,
         le=1,
         description="When the query names a period with its year ('in July 2022', 'on 8 May 2023', "
-        "'2022年7月'), how far a fragment said in it (or up to `period_slack_days` after it) is "
-        "lifted: each score s becomes (1 - w) s + w for those, (1 - w) s for the others. 0: off. "
+        "'2022年7月', 'between August 11 and August 15 2023'), how far a fragment said in it (or up to "
+        "`period_slack_days` after it) is lifted: each score s becomes (1 - w) s + w for those, (1 - w) s "
+        "for the others. 0: off. "
         "LoCoMo dev, R@256 / 512 / 1,024 / 2,048: .641 / .757 / .820 / .886 -> .655 / .776 / .838 / "
         ".898 (0.2), .663 / .780 / .839 / .899 (0.35, picked by R@512 on each leave-one-conversation-out "
         "fold), .662 / .779 / .839 / .899 (0.5); no question of the scenario suite names a year: unchanged.",

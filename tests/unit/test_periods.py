@@ -48,6 +48,31 @@ def test_a_date_without_its_year_or_no_calendar_date_names_no_period(text):
     assert named_period(text) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("Where was John between August 11 and August 15 2023?", (2023, 8, 11), (2023, 8, 16)),
+        ("What did she do from 3 to 9 May 2023?", (2023, 5, 3), (2023, 5, 10)),
+        ("between the 3rd and the 9th of May 2023", (2023, 5, 3), (2023, 5, 10)),
+        ("from May 3, 2023 to May 9, 2023", (2023, 5, 3), (2023, 5, 10)),
+        ("between 28 December 2022 and 4 January 2023", (2022, 12, 28), (2023, 1, 5)),
+        ("from 3 May 2023 to June", (2023, 5, 3), (2023, 7, 1)),
+        ("from July to September 2022", (2022, 7, 1), (2022, 10, 1)),
+        ("2023年8月11日到15日我们在哪？", (2023, 8, 11), (2023, 8, 16)),
+        ("从2023年8月11日至9月2日做了什么？", (2023, 8, 11), (2023, 9, 3)),
+    ],
+)
+def test_a_range_of_dates_runs_from_its_first_day_to_the_end_of_its_last(text, start, end):
+    assert named_period(text) == Period(datetime(*start), datetime(*end))
+
+
+def test_a_date_followed_by_what_is_not_a_date_stays_one_day():
+    assert named_period("2023年8月11日到了北京") == Period(datetime(2023, 8, 11), datetime(2023, 8, 12))
+    assert named_period("from 9 May 2023 to the venue") == Period(datetime(2023, 5, 9), datetime(2023, 5, 10))
+    # An end before the dated one is no range: read as the dated day alone.
+    assert named_period("between 20 and 9 May 2023") == Period(datetime(2023, 5, 9), datetime(2023, 5, 10))
+
+
 def test_the_first_period_named_is_taken_and_a_day_no_calendar_holds_names_its_month():
     assert named_period("the 31 June 2023 deadline") == Period(datetime(2023, 6, 1), datetime(2023, 7, 1))
     assert named_period("in March 2022, not April 2022").start == datetime(2022, 3, 1)

@@ -1,4 +1,5 @@
-"""The period a query names: "in July 2022", "on 8 May 2023", "before April 10, 2023", "2022年7月".
+"""The period a query names: "in July 2022", "on 8 May 2023", "before April 10, 2023", "2022年7月",
+"between August 11 and August 15 2023".
 
 Search reads it to put first what was said in that period (``fusion.period_weight``): asked "Where did
 Joanna travel to in July 2022?", a memory should look at July 2022 before it weighs how alike the
@@ -37,6 +38,23 @@ _FORMS = (
         rf"\b(?:in|during|throughout)\s+{_YEAR}\b|[在于於]\s*(?P<zh_year>(?:19|20)\d\d)\s*年", re.IGNORECASE
     ),
 )
+# A range's other end may leave out what the dated end says: "between August 11 and August 15 2023",
+# "from 3 to 9 May 2023", "2023年8月11日到15日".
+_JOIN = r"(?:and|to|until|till|through|thru|-|–|—)"
+_RANGE_AHEAD = re.compile(
+    rf"\b(?:between|from)\s+(?:the\s+)?(?P<first>[\w.,\s]{{1,24}}?)\s*{_JOIN}\s+(?:the\s+)?$", re.IGNORECASE
+)
+_RANGE_OPENS = re.compile(r"(?:\b(?:between|from)\s+(?:the\s+)?|从\s*)$", re.IGNORECASE)
+_RANGE_BEHIND = re.compile(rf"^\s*(?:{_JOIN}\s+(?:the\s+)?|[到至~～]\s*)", re.IGNORECASE)
+_ZH_YEAR_MONTH = r"(?:(?P<year>(?:19|20)\d\d)\s*年\s*)?(?:(?P<month>\d{1,2})\s*月\s*)?"
+_PARTIAL = (
+    re.compile(rf"{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"{_ZH_YEAR_MONTH}(?P<day>\d{{1,2}})\s*[日号號]"),
+    re.compile(r"(?:(?P<year>(?:19|20)\d\d)\s*年\s*)?(?P<month>\d{1,2})\s*月"),
+    re.compile(rf"{_DAY}\b", re.IGNORECASE),
+)
 _BEFORE = re.compile(r"\b(?:before|prior to|until|till)\s+(?:the\s+)?$|之前$|以前$", re.IGNORECASE)
 _AFTER = re.compile(r"\b(?:after|since)\s+(?:the\s+)?$", re.IGNORECASE)
 _BEFORE_ZH = re.compile(r"^\s*(?:之前|以前)")
@@ -65,15 +83,16 @@ def _month_number(name: str) -> int:
     return next(i for i, m in enumerate(MONTHS, 1) if m.startswith(low[:3]))
 
 
-def _period_of(match: re.Match[str]) -> Period | None:
-    """The whole day, month or year the match names; None for a date no calendar holds ("31 June")."""
+def _period_of(match: re.Match[str], anchor: datetime | None = None) -> Period | None:
+    """The whole day, month or year the match names, its year and month taken from ``anchor`` (a range's
+    dated end) where it leaves them out; None for a date no calendar holds ("31 June")."""
     parts = match.groupdict()
-    year = int(parts.get("year") or parts.get("zh_year") or 0)
+    year = int(parts.get("year") or parts.get("zh_year") or (anchor.year if anchor else 0))
     month, day = parts.get("month"), parts.get("day")
     try:
-        if month is None:
+        if month is None and (anchor is None or day is None):
             return Period(datetime(year, 1, 1), datetime(year + 1, 1, 1))
-        m = _month_number(month)
+        m = _month_number(month) if month else anchor.month
         if day is None:
             last = datetime(year, m, calendar.monthrange(year, m)[1])
             return Period(datetime(year, m, 1), last + timedelta(days=1))
@@ -83,10 +102,35 @@ def _period_of(match: re.Match[str]) -> Period | None:
     return Period(start, start + timedelta(days=1))
 
 
+def _partial_period(text: str, anchor: datetime, *, whole: bool) -> Period | None:
+    """The day or month a range's other end names (see ``_period_of``); ``whole``: ``text`` must be that
+    date and nothing more, else it may go on."""
+    for form in _PARTIAL:
+        match = form.fullmatch(text.strip()) if whole else form.match(text)
+        if match is not None:
+            return _period_of(match, anchor)
+    return None
+
+
+def _range(period: Period, ahead: str, behind: str) -> Period | None:
+    """The range a dated ``period`` ends or opens, from the first day to the end of the last, or None."""
+    if (opened := _RANGE_AHEAD.search(ahead)) is not None:
+        first = _partial_period(opened["first"], period.start, whole=True)
+        if first is not None and first.start < period.start:
+            return Period(first.start, period.end)
+    if _RANGE_OPENS.search(ahead) or re.match(r"^\s*[到至~～]", behind):
+        joined = _RANGE_BEHIND.match(behind)
+        last = _partial_period(behind[joined.end() :], period.start, whole=False) if joined else None
+        if last is not None and last.end > period.end:
+            return Period(period.start, last.end)
+    return None
+
+
 def named_period(text: str) -> Period | None:
     """The period ``text`` names, the first one it names, or None.
 
-    "before" a date is the fortnight up to it, "after" it the fortnight from its end.
+    "before" a date is the fortnight up to it, "after" it the fortnight from its end; a range of dates
+    runs from its first day to the end of its last.
 
     >>> named_period("Where did Joanna travel to in July 2022?")
     Period(start=datetime.datetime(2022, 7, 1, 0, 0), end=datetime.datetime(2022, 8, 1, 0, 0))
@@ -97,6 +141,9 @@ def named_period(text: str) -> Period | None:
     ('2023-03-27', '2023-04-10')
     >>> named_period("2022年7月我们去了哪里？").end.date().isoformat()
     '2022-08-01'
+    >>> p = named_period("Where was John between August 11 and August 15 2023?")
+    >>> p.start.date().isoformat(), p.end.date().isoformat()
+    ('2023-08-11', '2023-08-16')
     >>> named_period("Is the fair still on May 18?") is None, named_period("a budget of 2022 pounds") is None
     (True, True)
     """
@@ -107,6 +154,8 @@ def named_period(text: str) -> Period | None:
         if period is None:
             continue
         ahead, behind = text[: match.start()], text[match.end() :]
+        if (spanned := _range(period, ahead, behind)) is not None:
+            return spanned
         if _BEFORE.search(ahead) or _BEFORE_ZH.match(behind):
             return Period(period.start - AROUND, period.start)
         if _AFTER.search(ahead) or _AFTER_ZH.match(behind):
