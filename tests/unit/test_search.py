@@ -814,6 +814,10 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
         ("Which plan did Nordwind actually take?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 到底选了哪个方案？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        # what was decided is the decision in force
+        ("Which plan did Nordwind decide on?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 方案定的哪个？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 预定了哪个方案？", 4, ENDED),  # 预定 (booked) holds 定 but asks no decision
         # asks where it ended and where it began: the end first too
         (
             "Which plan is Nordwind on now, and which did it take first?",

@@ -44,9 +44,12 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 # hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
 # "Actually" / "到底" ask for the value that held in the end, after a quote, an estimate or a misreading
 # ("What did Dev's first order actually cost?": there "first" names the order, not an earlier state).
+# What was decided is the decision in force ("what did facilities decide?", "队服颜色定的啥？"); 定 read alone
+# only where it closes no other word (预定 booked, 一定 surely, 规定 a rule, 肯定 certainly).
 _ASKS_FOR_THE_END = re.compile(
     r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
-    r"latest|by now|actually)\b|最后|最终|现在|目前|如今|后来|到头来|到底|实际",
+    r"latest|by now|actually|decides?|decided|decision|settled)\b|"
+    r"最后|最终|现在|目前|如今|后来|到头来|到底|实际|决定|敲定|定下|确定了|(?<![预一固规约指稳肯否制设认鉴判限])定[了的]",
     re.IGNORECASE,
 )
 
