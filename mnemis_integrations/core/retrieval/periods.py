@@ -45,14 +45,15 @@ _RANGE_AHEAD = re.compile(
     rf"\b(?:between|from)\s+(?:the\s+)?(?P<first>[\w.,\s]{{1,24}}?)\s*{_JOIN}\s+(?:the\s+)?$", re.IGNORECASE
 )
 _RANGE_OPENS = re.compile(r"(?:\b(?:between|from)\s+(?:the\s+)?|从\s*)$", re.IGNORECASE)
-_RANGE_BEHIND = re.compile(rf"^\s*(?:{_JOIN}\s+(?:the\s+)?|[到至~～]\s*)", re.IGNORECASE)
-_ZH_YEAR_MONTH = r"(?:(?P<year>(?:19|20)\d\d)\s*年\s*)?(?:(?P<month>\d{1,2})\s*月\s*)?"
+# "到" / "至" / "~" join a range alone; "to" / "and" only after "from" / "between".
+_RANGE_BEHIND = re.compile(rf"^\s*(?:{_JOIN}\s+(?:the\s+)?|(?P<alone>[到至~～])\s*)", re.IGNORECASE)
+_ZH_YEAR = rf"(?:{_YEAR}\s*年\s*)?"
 _PARTIAL = (
     re.compile(rf"{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
-    re.compile(rf"{_ZH_YEAR_MONTH}(?P<day>\d{{1,2}})\s*[日号號]"),
-    re.compile(r"(?:(?P<year>(?:19|20)\d\d)\s*年\s*)?(?P<month>\d{1,2})\s*月"),
+    re.compile(rf"{_ZH_YEAR}(?:(?P<month>\d{{1,2}})\s*月\s*)?(?P<day>\d{{1,2}})\s*[日号號]"),
+    re.compile(rf"{_ZH_YEAR}(?P<month>\d{{1,2}})\s*月"),
     re.compile(rf"{_DAY}\b", re.IGNORECASE),
 )
 _BEFORE = re.compile(r"\b(?:before|prior to|until|till)\s+(?:the\s+)?$|之前$|以前$", re.IGNORECASE)
@@ -118,9 +119,9 @@ def _range(period: Period, ahead: str, behind: str) -> Period | None:
         first = _partial_period(opened["first"], period.start, whole=True)
         if first is not None and first.start < period.start:
             return Period(first.start, period.end)
-    if _RANGE_OPENS.search(ahead) or re.match(r"^\s*[到至~～]", behind):
-        joined = _RANGE_BEHIND.match(behind)
-        last = _partial_period(behind[joined.end() :], period.start, whole=False) if joined else None
+    joined = _RANGE_BEHIND.match(behind)
+    if joined is not None and (joined["alone"] or _RANGE_OPENS.search(ahead)):
+        last = _partial_period(behind[joined.end() :], period.start, whole=False)
         if last is not None and last.end > period.end:
             return Period(period.start, last.end)
     return None
