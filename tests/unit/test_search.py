@@ -818,6 +818,11 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Which plan did Nordwind decide on?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 方案定的哪个？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 预定了哪个方案？", 4, ENDED),  # 预定 (booked) holds 定 but asks no decision
+        # why a decision was made asks for its reason, not the end state; a named end still counts
+        ("Why did Nordwind decide on a plan?", 4, ENDED),
+        ("Nordwind 为什么决定换方案？", 4, ENDED),
+        ("Why did Nordwind end up on this plan?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 为什么最后选了这个方案？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         # asks where it ended and where it began: the end first too
         (
             "Which plan is Nordwind on now, and which did it take first?",

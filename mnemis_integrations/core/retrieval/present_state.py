@@ -44,21 +44,37 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 # hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
 # "Actually" / "到底" ask for the value that held in the end, after a quote, an estimate or a misreading
 # ("What did Dev's first order actually cost?": there "first" names the order, not an earlier state).
-# What was decided is the decision in force ("what did facilities decide?", "队服颜色定的啥？"); 定 read alone
-# only where it closes no other word (预定 booked, 一定 surely, 规定 a rule, 肯定 certainly).
-_ASKS_FOR_THE_END = re.compile(
+_NAMES_THE_END = re.compile(
     r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
-    r"latest|by now|actually|decides?|decided|decision|settled)\b|"
-    r"最后|最终|现在|目前|如今|后来|到头来|到底|实际|决定|敲定|定下|确定了|(?<![预一固规约指稳肯否制设认鉴判限])定[了的]",
+    r"latest|by now|actually)\b|"
+    r"最后|最终|现在|目前|如今|后来|到头来|到底|实际",
     re.IGNORECASE,
 )
+# What was decided is the decision in force ("what did facilities decide?", "队服颜色定的啥？"); 定 read alone
+# only where it closes no other word (预定 booked, 一定 surely, 规定 a rule, 肯定 certainly).
+_ASKS_WHAT_WAS_DECIDED = re.compile(
+    r"\b(?:decides?|decided|decision|settled)\b|"
+    r"决定|敲定|定下|确定了|(?<![预一固规约指稳肯否制设认鉴判限])定[了的]",
+    re.IGNORECASE,
+)
+# But why a decision was made asks for its reason, said when it was made, not for what holds now ("Why did
+# Gina decide to start her own clothing store?").
+_ASKS_WHY = re.compile(r"\bwhy\b|为什么|为啥|为何|怎么会", re.IGNORECASE)
+
+
+def _asks_for_the_end(text: str) -> bool:
+    """Does the question ask for the end state: name it ("in the end", "now", "最后"), or ask what was
+    decided, but not why?"""
+    return bool(_NAMES_THE_END.search(text)) or (
+        bool(_ASKS_WHAT_WAS_DECIDED.search(text)) and not _ASKS_WHY.search(text)
+    )
 
 
 def _asks_only_about_the_past(text: str) -> bool:
     """A question about an earlier state that does not also ask where it ended ("what was the first
     plan?", not "what is the date now, and what was it before?": that one wants the state in force
     read first, the earlier one after it)."""
-    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not _ASKS_FOR_THE_END.search(text)
+    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not _asks_for_the_end(text)
 
 
 def _newer_first(
@@ -81,7 +97,7 @@ def _newer_first(
     margin = q.config.fusion.newer_first
     if margin <= 0 or _asks_only_about_the_past(q.text):
         return ranked, set()
-    anywhere = q.config.fusion.newer_first_anywhere and bool(_ASKS_FOR_THE_END.search(q.text))
+    anywhere = q.config.fusion.newer_first_anywhere and _asks_for_the_end(q.text)
     st, out = q.st, list(ranked)
     query_words = frozenset(content_words(q.text))
     # Each hit's subtopic, time and words are read once: the pairs to compare grow as k squared.
@@ -146,7 +162,7 @@ def _state_in_force_first(
     fcfg = q.config.fusion
     if _asks_only_about_the_past(q.text):
         return ranked, set()
-    asks_end = bool(_ASKS_FOR_THE_END.search(q.text))
+    asks_end = _asks_for_the_end(q.text)
     head = fcfg.end_state_head if asks_end else fcfg.present_state_head
     if head < 2:
         return ranked, set()
@@ -408,7 +424,7 @@ def _judged_successors(
     floor = fcfg.judged_successor_floor
     if floor is None or fcfg.judged_successor_head < 1 or _asks_only_about_the_past(q.text):
         return {}
-    if fcfg.judged_successor_questions == "end_state" and not _ASKS_FOR_THE_END.search(q.text):
+    if fcfg.judged_successor_questions == "end_state" and not _asks_for_the_end(q.text):
         return {}
     st = q.st
     out: dict[str, list[str]] = {}
