@@ -656,6 +656,52 @@ def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
         assert ranking.ids == ["f_plan_a", "f_refund"] and not ranking.moved and not ranking.judged, why
 
 
+SANDWICHES = {
+    "c_finals": {
+        "s_food": {
+            "f_48": ["Call it 48 for food for now."],
+            "f_56": ["Food numbers: RSVPs through the captains, we're at 56 already."],
+            "f_63": ["Numbers creeping, the winners bring partners. 63 now."],
+        }
+    }
+}
+# The judge as it read a value that changed twice: 56 and 63 each replace 48 (log-odds -1.1, -1.3), but
+# 63 is scored against 56 far lower (-3.1), so the builder linked neither and 56 has no successor of its own.
+CHAIN_JUDGED = {"m2": {"m1": -1.1}, "m3": {"m1": -1.3, "m2": -3.1}}
+
+
+@pytest.mark.parametrize(
+    "why, fusion, order",
+    [
+        ("the chain followed: 63 replaces 48, which 56 replaced", {}, ["f_63", "f_56", "f_48"]),
+        (
+            "without the chain only 48 has a successor, the highest scored",
+            {"judged_successor_chain": False},
+            None,
+        ),
+        ("a floor the chain's links do not reach", {"judged_successor_floor": -1.2}, None),
+    ],
+)
+def test_a_judged_successor_follows_a_value_that_changed_twice_to_its_end(monkeypatch, why, fusion, order):
+    st = toy_state(SANDWICHES)
+    monkeypatch.setattr(present_state, "_judged_candidates", lambda _st, mid: CHAIN_JUDGED.get(mid, {}))
+    monkeypatch.setattr(
+        present_state, "later_neighbours", lambda _st, mid, keep: [m for m in ("m2", "m3") if keep(m)]
+    )
+    # the other end-state rules off: the newest-first head alone would put 63 first here
+    alone = {"end_state_head": 0, "newer_first": 0.0, **fusion}
+    q = _query(st, "How many am I doing sandwiches for now?", config=DEFAULT.with_(fusion=alone))
+    ranked = ["f_56", "f_48", "f_63"]
+    ranking = present_state.current_state_first(
+        q, ranked, _fused({"f_56": 0.7, "f_48": 0.65, "f_63": 0.5}), [], {"m2": 0.9, "m1": 0.8, "m3": 0.3}
+    )
+    if order is None:
+        assert "f_63" not in ranking.judged, why
+        assert ranking.ids.index("f_56") < ranking.ids.index("f_63"), why
+    else:
+        assert ranking.ids == order and "f_63" in ranking.judged, why
+
+
 GUESTS = {
     "c_party": {
         "s_venue": {"f_hall": ["The hall fits 60 guests, we pay 300 for it."]},

@@ -14,7 +14,7 @@ Scores stay non-increasing, a placed hit's run stepped down after it (``_spread_
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
 from ..builder.updates import candidate_scores, gate_passed, later_neighbours
@@ -416,6 +416,11 @@ def _judged_successors(
     ``fusion.judged_successor_questions`` "end_state" only for one that asks for the end state. Returns
     hit -> [its successor], as ``place_successors`` takes them.
 
+    With ``fusion.judged_successor_chain`` a value that changed more than once is followed to its end: a
+    later message judged to replace a statement that the best match itself is judged to replace counts
+    too (48, then 56, then 63: the judge reads 63 against 48, not against 56), and of all those found the
+    newest is taken, the state in force, not the highest scored.
+
     Bounded whatever the namespace's size: the later messages looked at are the replaced message's
     nearest by vector and by word overlap (``builder.updates.later_neighbours``), each judged once per
     write version.
@@ -426,7 +431,7 @@ def _judged_successors(
         return {}
     if fcfg.judged_successor_questions == "end_state" and not _asks_for_the_end(q.text):
         return {}
-    st = q.st
+    st, chain = q.st, fcfg.judged_successor_chain
     out: dict[str, list[str]] = {}
     for nid in ranked[: fcfg.judged_successor_head]:
         node = st.node(nid)
@@ -435,25 +440,16 @@ def _judged_successors(
         own = set(node.source_ids)
         scored = [m for m in node.source_ids if m in message_scores]
         olds = [max(scored, key=lambda m: (message_scores[m], m))] if scored else list(node.source_ids)
-        best: tuple[float, str] | None = None
+        best: tuple | None = None
         for o in olds:
-
-            def visible_later(k: str, said: tuple = time_order(st.messages[o]), own: set = own) -> bool:
-                other = st.messages.get(k)
-                return (
-                    other is not None
-                    and k not in own
-                    and time_order(other) > said
-                    and (q.as_of is None or other.timestamp is None or other.timestamp <= q.as_of)
-                    and st.msg_fragment.get(k) in q.allowed
-                )
-
-            for k in later_neighbours(st, o, visible_later):
-                if not gate_passed(st.messages[k].text, st.messages[o].text):
-                    continue
-                s = _judged_candidates(st, k).get(o)
-                if s is not None and s >= floor and (best is None or (s, k) > best):
-                    best = (s, k)
+            said = time_order(st.messages[o])
+            replaced = [o]
+            if chain:
+                replaced += [p for p, s in _judged_candidates(st, o).items() if s >= floor]
+            for k, s in _later_replacing(q, replaced, said, own, floor):
+                key = (time_order(st.messages[k]), k) if chain else (s, k)
+                if best is None or key > best:
+                    best = key
         if best is None:
             continue
         succ = st.msg_fragment[best[1]]
@@ -463,6 +459,33 @@ def _judged_successors(
         if succ != nid and q.status.get(succ) == Status.ACTIVE:
             out[nid] = [succ]
     return out
+
+
+def _later_replacing(
+    q: Query, replaced: Iterable[str], said: tuple, own: set[str], floor: float
+) -> Iterator[tuple[str, float]]:
+    """The messages said after ``said``, outside ``own``, visible to the query (by its ``as_of`` and its
+    allowed nodes), that the offline update judge scores as replacing one of the messages ``replaced``
+    at least ``floor``, with that score: looked for among each one's later neighbours."""
+    st = q.st
+
+    def visible_later(k: str) -> bool:
+        other = st.messages.get(k)
+        return (
+            other is not None
+            and k not in own
+            and time_order(other) > said
+            and (q.as_of is None or other.timestamp is None or other.timestamp <= q.as_of)
+            and st.msg_fragment.get(k) in q.allowed
+        )
+
+    for o in replaced:
+        for k in later_neighbours(st, o, visible_later):
+            if not gate_passed(st.messages[k].text, st.messages[o].text):
+                continue
+            score = _judged_candidates(st, k).get(o)
+            if score is not None and score >= floor:
+                yield k, score
 
 
 def _spread_placed(shown: list[float], own: list[float]) -> list[float]:
