@@ -860,10 +860,6 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
         ("Which plan did Nordwind actually take?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 到底选了哪个方案？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
-        # how a matter is going asks where it stands now
-        ("How is Nordwind's plan going?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
-        ("Nordwind 方案那边怎么样了？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
-        ("Any news on Nordwind's plan?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         # what was decided is the decision in force
         ("Which plan did Nordwind decide on?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 方案定的哪个？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),

@@ -44,12 +44,10 @@ _ASKS_ABOUT_THE_PAST = re.compile(
 # hierarchy placed it (a signed contract filed under billing, the kick-off under the customer).
 # "Actually" / "到底" ask for the value that held in the end, after a quote, an estimate or a misreading
 # ("What did Dev's first order actually cost?": there "first" names the order, not an earlier state).
-# How a matter is going, so far, its news ("how are registrations going?", "婚庆那边谈得怎么样了？",
-# "训练最近什么情况？") asks where it stands now, as "now" does.
 _NAMES_THE_END = re.compile(
     r"\b(?:in the end|end(?:ed)? up|eventually|finally|final|now|currently|at the moment|these days|"
-    r"latest|by now|actually|so far|any news|update on)\b|\bhow(?:'s| is| are)\b.*\bgoing\b|"
-    r"最后|最终|现在|目前|如今|后来|到头来|到底|实际|怎么样了|咋样了|如何了|进展|最近|情况",
+    r"latest|by now|actually)\b|"
+    r"最后|最终|现在|目前|如今|后来|到头来|到底|实际",
     re.IGNORECASE,
 )
 # What was decided is the decision in force ("what did facilities decide?", "队服颜色定的啥？"); 定 read alone
