@@ -860,6 +860,10 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("Which plan is Nordwind on now?", 2, ENDED),  # one fragment among the first two
         ("Which plan did Nordwind actually take?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 到底选了哪个方案？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        # how a matter is going asks where it stands now
+        ("How is Nordwind's plan going?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 方案那边怎么样了？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Any news on Nordwind's plan?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         # what was decided is the decision in force
         ("Which plan did Nordwind decide on?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 方案定的哪个？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
@@ -886,6 +890,30 @@ def test_asked_for_the_end_state_the_first_fragment_hits_read_newest_first(text,
     got, lifted = present_state._state_in_force_first(q, ENDED, {})
     assert got == order
     assert lifted == {i for i in order if order.index(i) < ENDED.index(i)}
+
+
+REFUND_THEN_TRIP = {
+    "c_orders": {"s_refund": {"f_refund": ["My refund for order 42 timed out at the bank."]}},
+    "c_trips": {"s_lisbon": {"f_trip": ["We are flying to Lisbon in June for my sister's birthday."]}},
+}
+
+
+@pytest.mark.parametrize(
+    "text, order",
+    [
+        # only asks how the matter is going: the newer hit on another matter keeps its place
+        ("Any news on the refund for order 42?", ["f_refund", "f_trip"]),
+        ("How is the refund for order 42 going?", ["f_refund", "f_trip"]),
+        ("退款最近怎么样了？", ["f_refund", "f_trip"]),
+        # names the end: the first fragment hits read newest first, whatever their matter
+        ("Where does the refund for order 42 stand now?", ["f_trip", "f_refund"]),
+    ],
+)
+def test_asked_how_a_matter_is_going_only_a_newer_hit_on_its_matter_reads_first(text, order):
+    """A small memory's newest hit is often another matter: "Any news on the refund?" once read a trip
+    to Lisbon first."""
+    q = _query(toy_state(REFUND_THEN_TRIP), text, config=DEFAULT.with_(fusion={"end_state_head": 4}))
+    assert present_state._state_in_force_first(q, ["f_refund", "f_trip"], {})[0] == order
 
 
 def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state_head():

@@ -5,9 +5,10 @@ before what it replaced (SPEC §4: superseded facts come with their successors).
 restates an older one above it with a change goes before it (``_newer_first``); a superseded hit is
 preceded by the nodes that replace it when the update is about what the query matched, else they keep
 their own rank; for a question that asks for the end state the first few fragment hits read newest
-first, and for any other question not about the past a newer hit on the same matter as an older one
-goes before it (``_state_in_force_first``, each keeping its score); successors the builder was too
-unsure to link, judged at search time, go before the hit they replace (``_judged_successors``).
+first (only those on its matter, when it just asks how a matter is going), and for any other question
+not about the past a newer hit on the same matter as an older one goes before it
+(``_state_in_force_first``, each keeping its score); successors the builder was too unsure to link,
+judged at search time, go before the hit they replace (``_judged_successors``).
 Scores stay non-increasing, a placed hit's run stepped down after it (``_spread_placed``).
 """
 
@@ -29,7 +30,7 @@ from .fusion import place_successors, steps_under
 from .relation import node_words, specific_entities
 from .stages import Fused, Query, Ranking
 
-__all__ = ["current_state_first"]
+__all__ = ["asks_for_the_end", "current_state_first"]
 
 
 # A question about an earlier state ("what was the first plan?") wants the older hit where it ranks.
@@ -62,19 +63,54 @@ _ASKS_WHAT_WAS_DECIDED = re.compile(
 _ASKS_WHY = re.compile(r"\bwhy\b|为什么|为啥|为何|怎么会", re.IGNORECASE)
 
 
-def _asks_for_the_end(text: str) -> bool:
-    """Does the question ask for the end state: name it ("in the end", "now", "最后"), or ask what was
-    decided, but not why?"""
+# How a matter is going, so far, its news ("how are registrations going?", "婚庆那边谈得怎么样了？",
+# "训练最近什么情况？") asks where it stands now too, but names no end: the newest hit may be another matter
+# ("Any news on the refund for order 42?" asked after a trip was planned).
+_ASKS_HOW_IT_GOES = re.compile(
+    r"\b(?:so far|any news|update on)\b|\bhow(?:'s| is| are)\b.*\bgoing\b|"
+    r"怎么样了|咋样了|如何了|进展|最近|情况",
+    re.IGNORECASE,
+)
+# Its words, taken out of the question to leave the words that name the matter.
+_HOW_IT_GOES_WORDS = re.compile(
+    r"\b(?:so far|any news|update on|how(?:'s| is| are)|going)\b|怎么样了|咋样了|如何了|进展|最近|情况",
+    re.IGNORECASE,
+)
+
+
+def _names_the_end(text: str) -> bool:
+    """Does the question name the end state ("in the end", "now", "最后"), or ask what was decided, but
+    not why?"""
     return bool(_NAMES_THE_END.search(text)) or (
         bool(_ASKS_WHAT_WAS_DECIDED.search(text)) and not _ASKS_WHY.search(text)
     )
+
+
+def asks_for_the_end(text: str) -> bool:
+    """Does the question ask for the end state: name it, or ask how the matter is going?
+
+    >>> asks_for_the_end("Which plan did they take in the end?"), asks_for_the_end("How is the move going?")
+    (True, True)
+    >>> asks_for_the_end("Why did Gina decide to open a store?")
+    False
+    """
+    return _names_the_end(text) or bool(_ASKS_HOW_IT_GOES.search(text))
+
+
+def _matter_words(text: str) -> frozenset[str] | None:
+    """The words that name a question's matter where it only asks how the matter is going (its content
+    words, the cue's own removed: "registrations" in "how are registrations going?"); ``None`` for any
+    other question."""
+    if _names_the_end(text) or not _ASKS_HOW_IT_GOES.search(text):
+        return None
+    return frozenset(content_words(_HOW_IT_GOES_WORDS.sub(" ", text)))
 
 
 def _asks_only_about_the_past(text: str) -> bool:
     """A question about an earlier state that does not also ask where it ended ("what was the first
     plan?", not "what is the date now, and what was it before?": that one wants the state in force
     read first, the earlier one after it)."""
-    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not _asks_for_the_end(text)
+    return bool(_ASKS_ABOUT_THE_PAST.search(text)) and not asks_for_the_end(text)
 
 
 def _newer_first(
@@ -97,7 +133,7 @@ def _newer_first(
     margin = q.config.fusion.newer_first
     if margin <= 0 or _asks_only_about_the_past(q.text):
         return ranked, set()
-    anywhere = q.config.fusion.newer_first_anywhere and _asks_for_the_end(q.text)
+    anywhere = q.config.fusion.newer_first_anywhere and asks_for_the_end(q.text)
     st, out = q.st, list(ranked)
     query_words = frozenset(content_words(q.text))
     # Each hit's subtopic, time and words are read once: the pairs to compare grow as k squared.
@@ -150,8 +186,10 @@ def _state_in_force_first(
     ``current_state_first``), which no newer hit passes but a newer placed one on the same matter
     (``fusion.held_pass_held``: both claim the state in force): for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
-    builder or not. Then a newer hit among the first ``fusion.present_state_head`` on the same matter
-    as an older one above it (as told below) goes before it, placed hits held the same way. Any other
+    builder or not; where the question only asks how a matter is going ("any news on the refund?"), a
+    newer hit passes an older one only when both hold a word of the matter. Then a newer hit among the
+    first ``fusion.present_state_head`` on the same matter as an older one above it (as told below) goes
+    before it, placed hits held the same way. Any other
     question ("How many guests are we expecting?") is read as asking for what holds now too, but only
     a newer hit on the same matter as an older one (naming the same specific thing, or judged to
     replace it: ``_newer_before``) goes before it (among the first
@@ -162,13 +200,15 @@ def _state_in_force_first(
     fcfg = q.config.fusion
     if _asks_only_about_the_past(q.text):
         return ranked, set()
-    asks_end = _asks_for_the_end(q.text)
+    asks_end = asks_for_the_end(q.text)
     head = fcfg.end_state_head if asks_end else fcfg.present_state_head
     if head < 2:
         return ranked, set()
     first = ranked[:head]
     if asks_end:
-        reordered = _newer_before(q, first, scores, 1.0, same_entity=False, hold=placed)
+        reordered = _newer_before(
+            q, first, scores, 1.0, same_entity=False, hold=placed, matter=_matter_words(q.text)
+        )
         # The current state often ranks just below the head: a newer hit among the first
         # present_state_head on the same matter as an older one above it goes before it too.
         reach = max(head, fcfg.present_state_head)
@@ -193,6 +233,7 @@ def _newer_before(
     *,
     same_entity: bool,
     hold: set[str] | frozenset[str] = frozenset(),
+    matter: frozenset[str] | None = None,
 ) -> list[str]:
     """Each dated fragment of ``first`` goes before the first older fragment there that is not in
     ``hold`` (or is, when both are held and on the same matter, with ``fusion.held_pass_held``),
@@ -202,7 +243,9 @@ def _newer_before(
     update judge scores one of its messages as replacing one of the older's at least
     ``fusion.present_state_judge`` (a pair the builder found too unsure to link: "Ok. £15 a plot from
     the April renewal" after "the water charge stays at £12 a plot"). Other hits keep their places;
-    with ``margin`` 1 and nothing held, the fragments read newest first.
+    with ``margin`` 1 and nothing held, the fragments read newest first. With ``matter``, a newer
+    fragment passes only an older one that holds a word of it that it holds too (the question only asks
+    how its matter is going: ``_matter_words``).
 
     A subtopic in common is no matter in common: a long conversation's subtopics gather a dozen
     stretches, and ordering those by time cost LoCoMo dev 6 points of MRR (BENCHMARKS.md, fourteenth
@@ -222,7 +265,8 @@ def _newer_before(
 
     def goes_before(new: str, old: str) -> bool:
         return (
-            (old not in hold or (pass_held and new in hold and same_matter(new, old)))
+            (matter is None or bool(matter & node_words(st, new) & node_words(st, old)))
+            and (old not in hold or (pass_held and new in hold and same_matter(new, old)))
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
             and (not same_entity or same_matter(new, old))
@@ -429,7 +473,7 @@ def _judged_successors(
     floor = fcfg.judged_successor_floor
     if floor is None or fcfg.judged_successor_head < 1 or _asks_only_about_the_past(q.text):
         return {}
-    if fcfg.judged_successor_questions == "end_state" and not _asks_for_the_end(q.text):
+    if fcfg.judged_successor_questions == "end_state" and not asks_for_the_end(q.text):
         return {}
     st, chain = q.st, fcfg.judged_successor_chain
     out: dict[str, list[str]] = {}
