@@ -864,6 +864,8 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         ("How is Nordwind's plan going?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 方案那边怎么样了？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Any news on Nordwind's plan?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Is Nordwind still on the Team plan?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
+        ("Nordwind 方案签了没？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         # what was decided is the decision in force
         ("Which plan did Nordwind decide on?", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
         ("Nordwind 方案定的哪个？", 4, ["f_signed", "c_billing", "f_quote", "f_kickoff"]),
@@ -905,6 +907,7 @@ REFUND_THEN_TRIP = {
         ("Any news on the refund for order 42?", ["f_refund", "f_trip"]),
         ("How is the refund for order 42 going?", ["f_refund", "f_trip"]),
         ("退款最近怎么样了？", ["f_refund", "f_trip"]),
+        ("Has the refund for order 42 gone through yet?", ["f_refund", "f_trip"]),
         # names the end: the first fragment hits read newest first, whatever their matter
         ("Where does the refund for order 42 stand now?", ["f_trip", "f_refund"]),
     ],

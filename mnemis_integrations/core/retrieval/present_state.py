@@ -63,17 +63,19 @@ _ASKS_WHAT_WAS_DECIDED = re.compile(
 _ASKS_WHY = re.compile(r"\bwhy\b|为什么|为啥|为何|怎么会", re.IGNORECASE)
 
 
-# How a matter is going, so far, its news ("how are registrations going?", "婚庆那边谈得怎么样了？",
-# "训练最近什么情况？") asks where it stands now too, but names no end: the newest hit may be another matter
+# How a matter is going, so far, its news, whether it still holds or is done yet ("how are registrations
+# going?", "婚庆那边谈得怎么样了？", "训练最近什么情况？", "Are we still over on the money?",
+# "安排妥了没？") asks where it stands now too, but names no end: the newest hit may be another matter
 # ("Any news on the refund for order 42?" asked after a trip was planned).
 _ASKS_HOW_IT_GOES = re.compile(
-    r"\b(?:so far|any news|update on)\b|\bhow(?:'s| is| are)\b.*\bgoing\b|"
-    r"怎么样了|咋样了|如何了|进展|最近|情况",
+    r"\b(?:so far|any news|update on|still|yet|this week)\b|\bhow(?:'s| is| are)\b.*\bgoing\b|"
+    r"怎么样了|咋样了|如何了|进展|最近|情况|这周|这礼拜|这星期|了没",
     re.IGNORECASE,
 )
 # Its words, taken out of the question to leave the words that name the matter.
 _HOW_IT_GOES_WORDS = re.compile(
-    r"\b(?:so far|any news|update on|how(?:'s| is| are)|going)\b|怎么样了|咋样了|如何了|进展|最近|情况",
+    r"\b(?:so far|any news|update on|still|yet|this week|how(?:'s| is| are)|going)\b|"
+    r"怎么样了|咋样了|如何了|进展|最近|情况|这周|这礼拜|这星期|了没",
     re.IGNORECASE,
 )
 
