@@ -67,17 +67,14 @@ _ASKS_WHY = re.compile(r"\bwhy\b|为什么|为啥|为何|怎么会", re.IGNORECA
 # going?", "婚庆那边谈得怎么样了？", "训练最近什么情况？", "Are we still over on the money?",
 # "安排妥了没？") asks where it stands now too, but names no end: the newest hit may be another matter
 # ("Any news on the refund for order 42?" asked after a trip was planned).
-_ASKS_HOW_IT_GOES = re.compile(
-    r"\b(?:so far|any news|update on|still|yet|this week)\b|\bhow(?:'s| is| are)\b.*\bgoing\b|"
-    r"怎么样了|咋样了|如何了|进展|最近|情况|这周|这礼拜|这星期|了没",
-    re.IGNORECASE,
+_PROGRESS_CUES = (
+    r"\b(?:so far|any news|update on|still|yet|this week)\b|"
+    r"怎么样了|咋样了|如何了|进展|最近|情况|这周|这礼拜|这星期|了没"
 )
-# Its words, taken out of the question to leave the words that name the matter.
-_HOW_IT_GOES_WORDS = re.compile(
-    r"\b(?:so far|any news|update on|still|yet|this week|how(?:'s| is| are)|going)\b|"
-    r"怎么样了|咋样了|如何了|进展|最近|情况|这周|这礼拜|这星期|了没",
-    re.IGNORECASE,
-)
+_ASKS_HOW_IT_GOES = re.compile(_PROGRESS_CUES + r"|\bhow(?:'s| is| are)\b.*\bgoing\b", re.IGNORECASE)
+# Its words, taken out of the question to leave the words that name the matter ("how ... going" is
+# taken word by word: removed whole, it would take the matter between them with it).
+_HOW_IT_GOES_WORDS = re.compile(_PROGRESS_CUES + r"|\b(?:how(?:'s| is| are)|going)\b", re.IGNORECASE)
 
 
 def _names_the_end(text: str) -> bool:
