@@ -884,6 +884,9 @@ ENDED = ["f_kickoff", "c_billing", "f_quote", "f_signed"]  # as ranked; kick-off
         # asks about the past only, does not ask for the end state, or turned off: as ranked
         ("Which plan did Nordwind take first?", 4, ENDED),
         ("Which plan did Nordwind take?", 4, ENDED),
+        # a week named asks for that week's plan, which may be an older message than the newest hit
+        ("Which plan is Nordwind trying this week?", 4, ENDED),
+        ("Nordwind 这周用哪个方案？", 4, ENDED),
         ("Which plan did Nordwind take in the end?", 0, ENDED),
     ],
 )
