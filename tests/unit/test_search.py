@@ -934,6 +934,57 @@ def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state
     assert got == ["f_quote", "c_billing", "f_signed", "f_kickoff"] and lifted == {"f_quote", "f_signed"}
 
 
+# A head count restated as it creeps up (18, 20, 21), among notes that state no number; a day apart each.
+CREEPING = {
+    "c_team": {
+        "s_trip": {
+            "f_first": ["We're 18 going to the tournament."],
+            "f_kit": ["Kit order placed with the shop."],
+            "f_more": ["Two more signed up, 20 now."],
+            "f_bus": ["Bus booked for the day."],
+            "f_menu": ["Menu sorted for the dinner."],
+            "f_flyer": ["Flyers printed."],
+            "f_photo": ["Photos from training."],
+            "f_last": ["Lin is in too, that makes 21."],
+        }
+    }
+}
+# as ranked: the first four already newest first, the newest count eighth
+CREEPING_RANKED = ["f_photo", "f_flyer", "f_menu", "f_bus", "f_more", "f_first", "f_kit", "f_last"]
+CREEPING_UP = ["f_photo", "f_flyer", "f_menu", "f_bus", "f_last", "f_more", "f_first", "f_kit"]
+
+
+@pytest.mark.parametrize(
+    "text, amount_head, order",
+    [
+        # asks for the end state and a count: the newest count goes before the first older one
+        ("How many are going now?", 10, CREEPING_UP),
+        ("现在一共几个人去？", 10, CREEPING_UP),
+        ("How many are going now?", 8, CREEPING_UP),
+        # past the head, off, or no amount asked: as ranked
+        ("How many are going now?", 7, CREEPING_RANKED),
+        ("How many are going now?", 0, CREEPING_RANKED),
+        ("Who is going now?", 10, CREEPING_RANKED),
+        ("现在几点出发？", 10, CREEPING_RANKED),  # 几点 asks for a time
+        # not asking for the end state: the present-state pass only (same matter by entity: none here)
+        ("How many are going?", 10, CREEPING_RANKED),
+    ],
+)
+def test_asked_how_many_now_the_newest_count_goes_before_the_older_ones(text, amount_head, order):
+    config = DEFAULT.with_(fusion={"amount_head": amount_head, "present_state_judge": None})
+    q = _query(toy_state(CREEPING), text, config=config)
+    got, lifted = present_state._state_in_force_first(q, CREEPING_RANKED, {})
+    assert got == order
+    assert lifted == ({"f_last"} if order == CREEPING_UP else set())
+
+
+def test_the_newest_count_does_not_pass_a_hit_placed_as_the_newer_word():
+    config = DEFAULT.with_(fusion={"present_state_judge": None})
+    q = _query(toy_state(CREEPING), "How many are going now?", config=config)
+    got, _ = present_state._state_in_force_first(q, CREEPING_RANKED, {}, placed={"f_more"})
+    assert got == ["f_photo", "f_flyer", "f_menu", "f_bus", "f_more", "f_last", "f_first", "f_kit"]
+
+
 # Guests counted twice (the Bristol cousins named in both), and an older, unrelated matter.
 COUSINS = {
     "c_party": {
@@ -1083,7 +1134,8 @@ COUNT_READ = ["f_music", "f_wine", "f_cake", "f_draft"]  # the head of four, new
 def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_older_word(
     why, mentions, fusion, placed, order
 ):
-    config = DEFAULT.with_(fusion={"end_state_head": 4, **fusion})
+    # amount_head off: the amount pass would move the newest count whatever its matter (tested apart)
+    config = DEFAULT.with_(fusion={"end_state_head": 4, "amount_head": 0, **fusion})
     q = _query(
         toy_state(COUNT_LATE, mentions=mentions),
         "How many guests are we expecting in the end?",
@@ -1120,7 +1172,8 @@ def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_olde
 def test_asked_for_the_end_state_a_placed_hit_is_passed_only_by_a_newer_placed_one_on_its_matter(
     why, mentions, fusion, first
 ):
-    config = DEFAULT.with_(fusion={"end_state_head": 4, **fusion})
+    # amount_head off: the amount pass would move the newest count whatever its matter (tested apart)
+    config = DEFAULT.with_(fusion={"end_state_head": 4, "amount_head": 0, **fusion})
     q = _query(
         toy_state(COUNT_LATE, mentions=mentions),
         "How many guests are we expecting in the end?",

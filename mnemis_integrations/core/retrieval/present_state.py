@@ -5,7 +5,8 @@ before what it replaced (SPEC §4: superseded facts come with their successors).
 restates an older one above it with a change goes before it (``_newer_first``); a superseded hit is
 preceded by the nodes that replace it when the update is about what the query matched, else they keep
 their own rank; for a question that asks for the end state the first few fragment hits read newest
-first (only those on its matter, when it just asks how a matter is going), and for any other question
+first (only those on its matter, when it just asks how a matter is going; and, when it asks how many or
+how much, the newest hit stating a number further down before the older ones), and for any other question
 not about the past a newer hit on the same matter as an older one goes before it
 (``_state_in_force_first``, each keeping its score); successors the builder was too unsure to link,
 judged at search time, go before the hit they replace (``_judged_successors``).
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
 from ..builder.updates import candidate_scores, gate_passed, later_neighbours
-from ..changes import has_change_cue, states_change, states_decision
+from ..changes import has_change_cue, stated_values, states_change, states_decision
 from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
 from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
@@ -76,6 +77,13 @@ _ASKS_HOW_IT_GOES = re.compile(_PROGRESS_CUES + r"|\bhow(?:'s| is| are)\b.*\bgoi
 # Its words, taken out of the question to leave the words that name the matter ("how ... going" is
 # taken word by word: removed whole, it would take the matter between them with it).
 _HOW_IT_GOES_WORDS = re.compile(_PROGRESS_CUES + r"|\b(?:how(?:'s| is| are)|going)\b", re.IGNORECASE)
+
+
+# An amount or a count asked for ("how many are coming now?", "每桌最后谈到多少？", "现在一共几个人？"):
+# 几 only with a measure word, since 几点 and 几号 ask for a time or a date.
+_ASKS_HOW_MUCH = re.compile(
+    r"\bhow (?:many|much)\b|多少|几(?:个|位|桌|人|名|间|辆|家|支|条|套|件|张|队|次)", re.IGNORECASE
+)
 
 
 def _names_the_end(text: str) -> bool:
@@ -189,7 +197,9 @@ def _state_in_force_first(
     builder or not; where the question only asks how a matter is going ("any news on the refund?"), a
     newer hit passes an older one only when both hold a word of the matter. Then a newer hit among the
     first ``fusion.present_state_head`` on the same matter as an older one above it (as told below) goes
-    before it, placed hits held the same way. Any other
+    before it, placed hits held the same way; where it also asks for an amount or a count ("how many are
+    coming now?"), the newest hit among the first ``fusion.amount_head`` that states a number goes before
+    the first older one that states one (``_newest_amount_up``). Any other
     question ("How many guests are we expecting?") is read as asking for what holds now too, but only
     a newer hit on the same matter as an older one (naming the same specific thing, or judged to
     replace it: ``_newer_before``) goes before it (among the first
@@ -216,6 +226,11 @@ def _state_in_force_first(
         reordered = _newer_before(
             q, reordered + ranked[head:reach], scores, 1.0, same_entity=True, hold=placed
         )
+        # A count that creeps up is restated in many messages, the newest often further down still.
+        amount_head = fcfg.amount_head
+        if amount_head > reach and _ASKS_HOW_MUCH.search(q.text):
+            first = ranked[:amount_head]
+            reordered = _newest_amount_up(q, reordered + ranked[reach:amount_head], placed)
     else:
         # Here a placed hit may be passed: holding them lost every question this rule gains (a
         # successor placed by a wrong link is often what the newer hit corrects). A superseded hit lifted
@@ -275,6 +290,33 @@ def _newer_before(
     out, _ = _pass_up(dated, goes_before)
     fragments, in_order = set(dated), iter(out)
     return [next(in_order) if i in fragments else i for i in first]
+
+
+def _newest_amount_up(q: Query, first: list[str], hold: set[str] | frozenset[str]) -> list[str]:
+    """The newest dated fragment of ``first`` that states a number goes just before the first older one
+    above it that states a number too and is not in ``hold``; every other hit keeps its place (moving
+    each older count as well pushed earlier states, evidence of how the value changed, out of the
+    first five)."""
+    st = q.st
+    amounts = [
+        i
+        for i in first
+        if st.node(i).kind == NodeKind.FRAGMENT
+        and st.node(i).event_time is not None
+        and any(ch.isdigit() for m in st.fragment_messages(i) for v in stated_values(m.text) for ch in v)
+    ]
+    if not amounts:
+        return first
+    newest = max(amounts, key=lambda i: (st.node(i).event_time, -first.index(i)))
+    when = st.node(newest).event_time
+    above = next(
+        (i for i in amounts[: amounts.index(newest)] if i not in hold and st.node(i).event_time < when), None
+    )
+    if above is None:
+        return first
+    out = [i for i in first if i != newest]
+    out.insert(out.index(above), newest)
+    return out
 
 
 def _judged_to_replace(st: NamespaceState, new: str, old: str, floor: float) -> bool:
