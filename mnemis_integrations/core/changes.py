@@ -130,6 +130,15 @@ def states_decision(text: str) -> bool:
     return any(not asks(s) and _DECISION.search(s) for s in _SENTENCES.findall(text))
 
 
+def names_decision(text: str) -> bool:
+    """True when the text names a decision, a question too ("Which plan did they confirm in the end?").
+
+    >>> names_decision("Which plan did Nordwind confirm in the end?"), names_decision("最后是哪天？")
+    (True, False)
+    """
+    return bool(_DECISION.search(text))
+
+
 def asks(text: str) -> bool:
     """A question states no new value ("can we do Oct 6?"), though it may propose one."""
     return text.rstrip().endswith(("?", "？", "吗", "呢"))

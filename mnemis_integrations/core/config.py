@@ -340,14 +340,27 @@ class FusionConfig(_Frozen):
         ".750 -> .756 (held-out, twelve conversations), budget recall unchanged, MRR .798 -> .797 / .806 -> "
         ".794; LoCoMo dev recall unchanged, MRR .644 -> .643.",
     )
+    end_state_holds_placed: Literal["always", "asked_decisions"] = Field(
+        "asked_decisions",
+        description="For an end-state question, which hits placed as the newer word (a successor whose link "
+        "replaced what the query matched, a restatement lifted with a change) keep their place among the "
+        "first `end_state_head` hits, passed only by a newer placed hit on their matter (`held_pass_held`): "
+        "'always' every one; 'asked_decisions' only one that states a decision, where the question names "
+        "a decision too ('Which plan did they confirm in the end?': the signed contract before the go-live "
+        "note). The others read newest first with the rest: a link from an older state places the middle "
+        "one, and the state in force, newer and unlinked, read after it. 'always' -> 'asked_decisions' "
+        "(thirty-ninth round, each rule written before its run): tune (31 conversations) current state first "
+        ".8739 -> .8769 (evolution .891 -> .897), MRR .8074 -> .7977, R@5 -.0005, budget recall -.0004 at "
+        "256 tokens, else unchanged; held-out and the fresh tests: BENCHMARKS.md, thirty-ninth round.",
+    )
     held_pass_held: bool = Field(
         True,
         description="For an end-state question, a placed hit (a successor whose link replaced what the "
-        "query matched, a restatement lifted with a change), which newer hits otherwise do not pass, is "
-        "passed by a newer placed hit on the same matter (a specific entity in common, or judged to replace "
-        "it at `present_state_judge`): both claim the state in force, the newer likelier. Scenario suite, "
-        "tune: current state first .8623 -> .8785, MRR .8101 -> .8121; held-out (66): current state first "
-        "unchanged, MRR .7854 -> .7831.",
+        "query matched, a restatement lifted with a change) that keeps its place "
+        "(`end_state_holds_placed`) is passed by a newer placed hit on the same matter (a specific entity in "
+        "common, or judged to replace it at `present_state_judge`): both claim the state in force, the "
+        "newer likelier. Scenario suite, tune: current state first .8623 -> .8785, MRR .8101 -> .8121; "
+        "held-out (66): current state first unchanged, MRR .7854 -> .7831.",
     )
     amount_head: int = Field(
         10,

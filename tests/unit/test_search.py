@@ -502,10 +502,14 @@ def test_a_successor_linked_for_another_matter_of_its_fragment_does_not_hold_off
     matches = {"m1": 0.9, "m2": 0.2, "m3": 0.3, "m4": 0.8, "m5": 0.8}
     ranking = present_state.current_state_first(q, ["f_second", "f_first", "f_third"], fused, [], matches)
     assert ranking.ids.index("f_third") < ranking.ids.index("f_second") < ranking.ids.index("f_first")
-    # when the question matched the line the link replaced, the successor holds its place
+    # when the question matched the line the link replaced, the successor holds its place where placed
+    # hits always keep theirs in the end-state head; by default one that states no decision reads with
+    # the rest, newest first
     about_venue = {"m1": 0.2, "m2": 0.9, "m3": 0.8, "m4": 0.3, "m5": 0.3}
-    ranking = present_state.current_state_first(q, ["f_second", "f_first", "f_third"], fused, [], about_venue)
-    assert ranking.ids[0] == "f_second"
+    ranked = ["f_second", "f_first", "f_third"]
+    always = _query(st, q.text, config=DEFAULT.with_(fusion={"end_state_holds_placed": "always"}))
+    assert present_state.current_state_first(always, ranked, fused, [], about_venue).ids[0] == "f_second"
+    assert present_state.current_state_first(q, ranked, fused, [], about_venue).ids[0] == "f_third"
 
 
 @pytest.mark.parametrize(
@@ -922,16 +926,50 @@ def test_asked_how_a_matter_is_going_only_a_newer_hit_on_its_matter_reads_first(
     assert present_state._state_in_force_first(q, ["f_refund", "f_trip"], {})[0] == order
 
 
-def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state_head():
-    """The demo: the signed contract, placed first by a rule, was read after the go-live note, newer
-    and unlinked, whenever that note ranked third (by 0.002 on some hosts' floating point)."""
+def test_a_hit_already_placed_as_the_newer_word_keeps_its_place_in_the_end_state_head_when_told():
+    """With ``end_state_holds_placed`` "always", every placed hit keeps its place in the head."""
     q = _query(
         toy_state(SIGNED),
         "Which plan did Nordwind take in the end?",
-        config=DEFAULT.with_(fusion={"end_state_head": 4}),
+        config=DEFAULT.with_(fusion={"end_state_head": 4, "end_state_holds_placed": "always"}),
     )
     got, lifted = present_state._state_in_force_first(q, ENDED, {}, placed={"f_quote"})
     assert got == ["f_quote", "c_billing", "f_signed", "f_kickoff"] and lifted == {"f_quote", "f_signed"}
+
+
+CONFIRMED = "Which plan did Nordwind confirm in the end?"
+# The signing, then a newer go-live note on the same plan that states no decision.
+SIGNED_LIVE = {
+    "c_customer": SIGNED["c_customer"],
+    "c_billing": {
+        "s_quotes": {
+            "f_signed": ["Nordwind confirmed the Business plan. Contract signed!"],
+            "f_live": ["Nordwind went live today: 40 users on the Business plan."],
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "why, text, first",
+    [
+        ("the question names a decision: the placed signing keeps its place", CONFIRMED, "f_signed"),
+        ("the same in Chinese (决定)", "Nordwind 最后决定用哪个方案？", "f_signed"),
+        (
+            "no decision named: the head reads newest first, the placed hit too",
+            "Which plan is Nordwind on now?",
+            "f_live",
+        ),
+    ],
+)
+def test_in_the_end_state_head_a_placed_decision_holds_only_where_the_question_names_one(why, text, first):
+    """The demo: the signed contract, placed first by its link, was read after the go-live note, newer
+    and unlinked. Other placed hits read with the rest: a link from an older state places the middle
+    one, and the state in force, newer and unlinked, read after it."""
+    q = _query(toy_state(SIGNED_LIVE), text, config=DEFAULT.with_(fusion={"end_state_head": 4}))
+    ranked = ["f_kickoff", "f_signed", "f_live"]
+    got, _ = present_state._state_in_force_first(q, ranked, {}, placed={"f_signed"})
+    assert got[0] == first, why
 
 
 # A head count restated as it creeps up (18, 20, 21), among notes that state no number; a day apart each.
@@ -1116,11 +1154,18 @@ COUNT_READ = ["f_music", "f_wine", "f_cake", "f_draft"]  # the head of four, new
             [*COUNT_READ, "f_count"],
         ),
         (
-            "a placed hit is held",
+            "a placed hit is held, in the head too where told",
+            {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
+            {"present_state_judge": None, "end_state_holds_placed": "always"},
+            {"f_draft"},
+            ["f_draft", "f_music", "f_wine", "f_cake", "f_count"],
+        ),
+        (
+            "a placed hit stating no decision reads with the rest in the head, and is held below it",
             {"f_draft": ["Bristol"], "f_count": ["Bristol"]},
             {"present_state_judge": None},
             {"f_draft"},
-            ["f_draft", "f_music", "f_wine", "f_cake", "f_count"],
+            [*COUNT_READ, "f_count"],
         ),
         (
             "beyond the first present_state_head",
@@ -1172,8 +1217,11 @@ def test_asked_for_the_end_state_a_newer_hit_just_below_the_head_passes_the_olde
 def test_asked_for_the_end_state_a_placed_hit_is_passed_only_by_a_newer_placed_one_on_its_matter(
     why, mentions, fusion, first
 ):
-    # amount_head off: the amount pass would move the newest count whatever its matter (tested apart)
-    config = DEFAULT.with_(fusion={"end_state_head": 4, "amount_head": 0, **fusion})
+    # amount_head off: the amount pass would move the newest count whatever its matter (tested apart);
+    # placed hits keep their place in the head (by default only a decision, where one is asked)
+    config = DEFAULT.with_(
+        fusion={"end_state_head": 4, "amount_head": 0, "end_state_holds_placed": "always", **fusion}
+    )
     q = _query(
         toy_state(COUNT_LATE, mentions=mentions),
         "How many guests are we expecting in the end?",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
 from ..builder.updates import candidate_scores, gate_passed, later_neighbours
-from ..changes import has_change_cue, stated_values, states_change, states_decision
+from ..changes import has_change_cue, names_decision, stated_values, states_change, states_decision
 from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
 from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
@@ -191,8 +191,8 @@ def _state_in_force_first(
     When the query asks for the end state ("in the end", "now", "最后"), the fragment hits among the
     first ``fusion.end_state_head`` read newest first, save those ``placed`` already as the newer word
     (a successor whose link replaced what the query matched, a restatement with a change:
-    ``current_state_first``), which no newer hit passes but a newer placed one on the same matter
-    (``fusion.held_pass_held``: both claim the state in force): for
+    ``current_state_first``) that keep their place (``_kept_in_head``), which no newer hit passes but a
+    newer placed one on the same matter (``fusion.held_pass_held``: both claim the state in force): for
     such a question the newest of them is the likeliest to hold the state in force, linked by the
     builder or not; where the question only asks how a matter is going ("any news on the refund?"), a
     newer hit passes an older one only when both hold a word of the matter. Then a newer hit among the
@@ -217,7 +217,14 @@ def _state_in_force_first(
     first = ranked[:head]
     if asks_end:
         reordered = _newer_before(
-            q, first, scores, 1.0, same_entity=False, hold=placed, matter=_matter_words(q.text)
+            q,
+            first,
+            scores,
+            1.0,
+            same_entity=False,
+            hold=placed,
+            kept=_kept_in_head(q, placed),
+            matter=_matter_words(q.text),
         )
         # The current state often ranks just below the head: a newer hit among the first
         # present_state_head on the same matter as an older one above it goes before it too.
@@ -248,10 +255,12 @@ def _newer_before(
     *,
     same_entity: bool,
     hold: set[str] | frozenset[str] = frozenset(),
+    kept: set[str] | frozenset[str] | None = None,
     matter: frozenset[str] | None = None,
 ) -> list[str]:
     """Each dated fragment of ``first`` goes before the first older fragment there that is not in
-    ``hold`` (or is, when both are held and on the same matter, with ``fusion.held_pass_held``),
+    ``hold``, or is but not in ``kept`` (default: all of ``hold``), or is, when both are held and on the
+    same matter, with ``fusion.held_pass_held``,
     outscores it by no more than ``margin`` (its score at least (1 - ``margin``) x that
     one's) and, with ``same_entity``, is on the same matter: it names a specific entity it names too
     (one in at most ``relation.bridge_max_fragments`` fragments: "Highland", not a speaker), or the
@@ -270,6 +279,7 @@ def _newer_before(
     dated = [i for i in first if st.node(i).kind == NodeKind.FRAGMENT and st.node(i).event_time is not None]
     cap = q.config.relation.bridge_max_fragments
     pass_held = q.config.fusion.held_pass_held and bool(hold)
+    keeps = hold if kept is None else kept
     named = {i: frozenset(specific_entities(st, i, cap)) for i in dated} if (same_entity or pass_held) else {}
     judge_floor = q.config.fusion.present_state_judge
 
@@ -281,7 +291,7 @@ def _newer_before(
     def goes_before(new: str, old: str) -> bool:
         return (
             (matter is None or bool(matter & node_words(st, new) & node_words(st, old)))
-            and (old not in hold or (pass_held and new in hold and same_matter(new, old)))
+            and (old not in keeps or (pass_held and new in hold and same_matter(new, old)))
             and st.node(old).event_time < st.node(new).event_time
             and scores.get(new, 0.0) >= (1 - margin) * scores.get(old, 0.0)
             and (not same_entity or same_matter(new, old))
@@ -290,6 +300,21 @@ def _newer_before(
     out, _ = _pass_up(dated, goes_before)
     fragments, in_order = set(dated), iter(out)
     return [next(in_order) if i in fragments else i for i in first]
+
+
+def _kept_in_head(q: Query, placed: set[str] | frozenset[str]) -> set[str] | frozenset[str]:
+    """The ``placed`` hits that keep their place in the end-state head (``fusion.end_state_holds_placed``):
+    with "asked_decisions", where the question names a decision ("Which plan did they confirm in the
+    end?"), those that state one (the signed contract, not the go-live note after it); elsewhere none,
+    since a link from an older state places the middle one, and the state in force, newer and unlinked,
+    read after it ("提车...最后是哪天？": the dealer chosen with the first date, before the date that
+    held)."""
+    if q.config.fusion.end_state_holds_placed == "always":
+        return placed
+    if not names_decision(q.text):
+        return frozenset()
+    st = q.st
+    return {i for i in placed if states_decision(" ".join(m.text for m in st.fragment_messages(i)))}
 
 
 def _newest_amount_up(q: Query, first: list[str], hold: set[str] | frozenset[str]) -> list[str]:
