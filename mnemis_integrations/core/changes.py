@@ -167,6 +167,15 @@ def stated_values(text: str) -> frozenset[str]:
     return frozenset([*values, *days])
 
 
+def states_number(text: str) -> bool:
+    """Does the text state a number (an amount, a count, a time or a date with digits; not a weekday)?
+
+    >>> states_number("that makes 21"), states_number("现在一共５个"), states_number("Tuesday then")
+    (True, True, False)
+    """
+    return _NUMBER.search(text) is not None
+
+
 def change_values(text: str) -> set[str]:
     """The values a message states, lower-cased.
 

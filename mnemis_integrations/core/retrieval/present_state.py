@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
 from ..builder.updates import candidate_scores, gate_passed, later_neighbours
-from ..changes import has_change_cue, names_decision, stated_values, states_change, states_decision
+from ..changes import has_change_cue, names_decision, states_change, states_decision, states_number
 from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
 from ..model import EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
@@ -328,7 +328,7 @@ def _newest_amount_up(q: Query, first: list[str], hold: set[str] | frozenset[str
         for i in first
         if st.node(i).kind == NodeKind.FRAGMENT
         and st.node(i).event_time is not None
-        and any(ch.isdigit() for m in st.fragment_messages(i) for v in stated_values(m.text) for ch in v)
+        and any(states_number(m.text) for m in st.fragment_messages(i))
     ]
     if not amounts:
         return first
