@@ -311,6 +311,11 @@ class NamespaceState:
         node = self.graph.get(node_id)
         return [self.messages[m] for m in node.source_ids if m in self.messages]
 
+    def fragment_text(self, node_id: str) -> str:
+        """The texts of a fragment's messages joined by spaces, without speakers or dates: what the word
+        tests (a decision stated, the words two fragments share) read."""
+        return " ".join(m.text for m in self.fragment_messages(node_id))
+
     def entity_fragment_counts(self) -> dict[str, int]:
         """Entity id -> number of ``mentions`` edges into it (read straight off the adjacency)."""
         g, key = self.graph.g, EdgeKind.MENTIONS.value

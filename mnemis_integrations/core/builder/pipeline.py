@@ -168,7 +168,7 @@ def _add_fragment(
         rep.fragments_created += 1
         old_tokens: set[str] = set()
     else:
-        old_tokens = set(content_words(" ".join(m.text for m in st.fragment_messages(frag.id))))
+        old_tokens = set(content_words(st.fragment_text(frag.id)))
     idx = st.build_index()
     frag.source_ids = list(dict.fromkeys(frag.source_ids + [m.id for m in msgs]))
     frag.event_time = msgs[-1].timestamp or frag.event_time

@@ -169,7 +169,7 @@ def forget_messages(
 
 
 def _tokens(st: NamespaceState, fid: str) -> set[str]:
-    return set(content_words(" ".join(m.text for m in st.fragment_messages(fid))))
+    return set(content_words(st.fragment_text(fid)))
 
 
 def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragments: int) -> None:

@@ -161,7 +161,7 @@ def _newer_first(
 
     def text(nid: str) -> str:
         if nid not in texts:
-            texts[nid] = " ".join(m.text for m in st.fragment_messages(nid))
+            texts[nid] = st.fragment_text(nid)
         return texts[nid]
 
     def restates(new: str, old: str) -> bool:
@@ -314,7 +314,7 @@ def _kept_in_head(q: Query, placed: set[str] | frozenset[str]) -> set[str] | fro
     if not names_decision(q.text):
         return frozenset()
     st = q.st
-    return {i for i in placed if states_decision(" ".join(m.text for m in st.fragment_messages(i)))}
+    return {i for i in placed if states_decision(st.fragment_text(i))}
 
 
 def _newest_amount_up(q: Query, first: list[str], hold: set[str] | frozenset[str]) -> list[str]:

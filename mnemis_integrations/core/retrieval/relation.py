@@ -197,7 +197,7 @@ def _node_words(st: NamespaceState, table: dict[str, frozenset[str]], nid: str) 
     if held is None:
         node = st.graph.get(nid)
         if node.kind == NodeKind.FRAGMENT:
-            text = " ".join(m.text for m in st.fragment_messages(nid))
+            text = st.fragment_text(nid)
         else:
             text = f"{node.label} {node.summary}"
         held = table[nid] = frozenset(content_words(text))
