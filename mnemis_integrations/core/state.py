@@ -145,9 +145,7 @@ class NamespaceState:
         for n in graph.nodes(NodeKind.FRAGMENT):
             for mid in n.source_ids:
                 st.msg_fragment.setdefault(mid, n.id)
-            st.df.update(
-                set(content_words(" ".join(st.messages[m].text for m in n.source_ids if m in st.messages)))
-            )
+            st.df.update(set(content_words(st.fragment_text(n.id))))
         st.index_entities()
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
         st.refresh_vectors(

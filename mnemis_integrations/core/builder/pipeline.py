@@ -176,10 +176,9 @@ def _add_fragment(
     for m in msgs:
         st.msg_fragment[m.id] = frag.id
     all_msgs = st.fragment_messages(frag.id)
-    tokens = set(content_words(" ".join(m.text for m in all_msgs)))
-    st.df.update(tokens - old_tokens)
-    n_frag = max(1, idx.fragment_count(st))
     texts = [m.text for m in all_msgs]
+    st.df.update(set(content_words(" ".join(texts))) - old_tokens)
+    n_frag = max(1, idx.fragment_count(st))
     frag.keywords = keywords_for(texts, st.df, n_frag, cfg.keywords_per_fragment)
     frag.properties[TOPIC_WORDS] = topic_words(texts, st.df, n_frag, cfg.keywords_per_fragment)
     g.touch(frag.id)
