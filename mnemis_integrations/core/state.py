@@ -145,7 +145,7 @@ class NamespaceState:
         for n in graph.nodes(NodeKind.FRAGMENT):
             for mid in n.source_ids:
                 st.msg_fragment.setdefault(mid, n.id)
-            st.df.update(set(content_words(st.fragment_text(n.id))))
+            st.df.update(st.fragment_words(n.id))
         st.index_entities()
         st.refresh_vectors([n.id for n in graph.nodes() if n.kind in (NodeKind.FRAGMENT,)])
         st.refresh_vectors(
@@ -313,6 +313,10 @@ class NamespaceState:
         """The texts of a fragment's messages joined by spaces, without speakers or dates: what the word
         tests (a decision stated, the words two fragments share) read."""
         return " ".join(m.text for m in self.fragment_messages(node_id))
+
+    def fragment_words(self, node_id: str) -> set[str]:
+        """The content words of a fragment's messages, each once: what its document frequencies count."""
+        return set(content_words(self.fragment_text(node_id)))
 
     def entity_fragment_counts(self) -> dict[str, int]:
         """Entity id -> number of ``mentions`` edges into it (read straight off the adjacency)."""

@@ -2,6 +2,7 @@
 persisted file."""
 
 import sqlite3
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -12,7 +13,7 @@ from mnemis_integrations import InvalidQueryError, MnemisMemory, NamespaceNotFou
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.maintenance.forget import split_forgotten
 from mnemis_integrations.core.maintenance.supersede import REPLACED, REPLACED_BY, supersede
-from mnemis_integrations.core.model import EdgeKind, Status
+from mnemis_integrations.core.model import EdgeKind, NodeKind, Status
 
 SECRET = "zebra-7731"
 SECRET_ID = "m12"
@@ -56,6 +57,24 @@ def test_forget_leaves_no_trace_in_the_file_or_any_index(tmp_path):
         assert mem.search("refund bank callback", k=3, namespace="u1")[0].kind == "fragment"
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM messages WHERE text LIKE '%zebra%'").fetchone()[0] == 0
+
+
+def _fragment_word_counts(st) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for f in st.graph.nodes(NodeKind.FRAGMENT):
+        counts.update(st.fragment_words(f.id))
+    return dict(counts)
+
+
+def test_document_frequencies_count_each_fragment_once_after_ingest_and_forget():
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(WEEKS, namespace="u1")
+    st = mem._states["u1"]
+    assert "zebra-7731" in st.df and {w: c for w, c in st.df.items() if c} == _fragment_word_counts(st)
+    mem.forget([SECRET_ID], namespace="u1")
+    st = mem._states["u1"]
+    assert "zebra-7731" not in st.df
+    assert {w: c for w, c in st.df.items() if c} == _fragment_word_counts(st)
 
 
 def test_forget_rebuilds_summaries_that_quoted_the_text(memory):

@@ -24,7 +24,6 @@ from ..config import BuildConfig
 from ..embedders import EmbedderProfile
 from ..model import EdgeKind, Message, Node, NodeKind, time_order
 from ..state import NamespaceState
-from ..text import content_words
 from .abstract import Placer, ReviewHook, accept_all, detach, keyword_names, relabel_parents
 from .entities import find_entities
 from .link import link_entities, link_model_relations, link_references
@@ -168,7 +167,7 @@ def _add_fragment(
         rep.fragments_created += 1
         old_tokens: set[str] = set()
     else:
-        old_tokens = set(content_words(st.fragment_text(frag.id)))
+        old_tokens = st.fragment_words(frag.id)
     idx = st.build_index()
     frag.source_ids = list(dict.fromkeys(frag.source_ids + [m.id for m in msgs]))
     frag.event_time = msgs[-1].timestamp or frag.event_time
@@ -177,7 +176,7 @@ def _add_fragment(
         st.msg_fragment[m.id] = frag.id
     all_msgs = st.fragment_messages(frag.id)
     texts = [m.text for m in all_msgs]
-    st.df.update(set(content_words(" ".join(texts))) - old_tokens)
+    st.df.update(st.fragment_words(frag.id) - old_tokens)
     n_frag = max(1, idx.fragment_count(st))
     frag.keywords = keywords_for(texts, st.df, n_frag, cfg.keywords_per_fragment)
     frag.properties[TOPIC_WORDS] = topic_words(texts, st.df, n_frag, cfg.keywords_per_fragment)

@@ -50,7 +50,7 @@ from ..indexes.entities import entity_keys
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
-from ..text import content_words, has_cjk, normalise_name
+from ..text import has_cjk, normalise_name
 from .compaction import refresh_overview
 from .health import SPLIT_FROM
 from .supersede import REPLACED, REPLACED_BY
@@ -96,7 +96,7 @@ def forget_messages(
     holders = {f for m in gone for f in index.holders(st, m)}
     before = index.before_forget(st, holders)
     reactivated: list[str] = []
-    old_tokens = {f: _tokens(st, f) for f in holders}
+    old_tokens = {f: st.fragment_words(f) for f in holders}
     entities = {e.dst for f in holders for e in g.out_edges(f, EdgeKind.MENTIONS)}
     fed = fed_by([g.get(f) for f in holders], drop)  # read before an emptied fragment goes
     parents: set[str] = set()
@@ -136,7 +136,7 @@ def forget_messages(
         parents.update(p.id for f in _summaries_quoting(st, old, new, label, cfg) for p in g.ancestors(f))
     for fid in holders:
         if g.has(fid):
-            st.df.update(_tokens(st, fid))
+            st.df.update(st.fragment_words(fid))
     for t in set().union(*old_tokens.values()):
         if st.df.get(t, 1) <= 0:
             del st.df[t]
@@ -166,10 +166,6 @@ def forget_messages(
     # held what was forgotten (a name only it said as an entity id, its speaker, its words).
     st.memo.clear()
     st.path_cache = None
-
-
-def _tokens(st: NamespaceState, fid: str) -> set[str]:
-    return set(content_words(st.fragment_text(fid)))
 
 
 def _rederive_fragment(st: NamespaceState, frag: Node, cfg: BuildConfig, n_fragments: int) -> None:
