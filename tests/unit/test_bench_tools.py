@@ -229,3 +229,46 @@ def test_a_second_annotation_that_names_a_later_old_message_is_refused(tmp_path)
     )
     with pytest.raises(ValueError, match="does not come before"):
         agree.load_second(tmp_path, "s", {"a": 0, "b": 1})
+
+
+def test_current_state_misses_tell_linked_states_from_unlinked_ones():
+    from mnemis_integrations.core.graph import MemoryGraph
+    from mnemis_integrations.core.model import Edge, EdgeKind, Node, NodeKind
+
+    misses = _module("current_state_misses")
+    g = MemoryGraph("u")
+    for fid, said in (("f1", ["m1", "m2"]), ("f2", ["m3"]), ("f3", ["m4"])):
+        g.add_node(Node(fid, NodeKind.FRAGMENT, fid, "u", source_ids=said))
+    g.add_edge(Edge("f2", "f1", EdgeKind.UPDATES))
+    g.add_edge(Edge("f3", "f1", EdgeKind.REFERENCES))
+    assert misses.linked(g, ["m3"], ["m1"]) and misses.linked(g, ["m1"], ["m3"])  # either way
+    assert not misses.linked(g, ["m4"], ["m2"])  # joined, but by another kind of edge
+    records = [
+        {"first": True, "linked": False, "asks_end": True, "current_rank": 0},
+        {"first": False, "linked": False, "asks_end": True, "current_rank": 7},
+        {"first": False, "linked": True, "asks_end": False, "current_rank": 2},
+        {"first": False, "linked": False, "asks_end": True, "current_rank": None},
+    ]
+    assert misses.kinds(records, 4, 6) == {
+        ("no link", "asks for the end", "below the first 6"): 1,
+        ("linked", "asks otherwise", "in the first 4"): 1,
+        ("no link", "asks for the end", "no hit"): 1,
+    }
+
+
+def test_current_state_misses_read_the_tune_split_only_and_agree_with_the_metric():
+    from mnemis_integrations.core.config import MemoryConfig
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    misses = _module("current_state_misses")
+    bundled = ROOT / "benchmarks" / "scenarios" / "bundled" / "denver_move.json"
+    sealed = ROOT / "benchmarks" / "scenarios" / "sealed"
+    emb = misses.CachedEmbedder(HashingEmbedder())
+    records = misses.tune_records([bundled, sealed], emb, MemoryConfig(), k=20)
+    assert records and all(r["question_id"].startswith("denver_move-") for r in records)  # sealed: held-out
+    for r in records:
+        cur, old = r["current_rank"], r["superseded_rank"]
+        assert r["first"] == (cur is not None and (old is None or cur <= old))
+    text = misses.report(records, MemoryConfig(), show=True)
+    assert text.startswith(f"current state first {sum(r['first'] for r in records)} of {len(records)}")
+    assert text.count("MISS ") == sum(not r["first"] for r in records)
