@@ -60,13 +60,15 @@ def linked(graph: MemoryGraph, current: Iterable[str], superseded: Iterable[str]
     """Does an ``updates`` edge, either way, join a fragment holding a superseded message to one holding a
     current one?"""
     now, was = set(current), set(superseded)
-    fragments = graph.nodes(NodeKind.FRAGMENT)
-    newer = {f.id for f in fragments if now & set(f.source_ids)}
-    older = {f.id for f in fragments if was & set(f.source_ids)}
+
+    def holds(node_id: str, ids: set[str]) -> bool:
+        node = graph.get(node_id)
+        return node.kind == NodeKind.FRAGMENT and bool(ids & set(node.source_ids))
+
     return any(
-        ({e.src, e.dst} - {f}) & newer
-        for f in older
-        for e in (*graph.out_edges(f, EdgeKind.UPDATES), *graph.in_edges(f, EdgeKind.UPDATES))
+        holds(a, now) and holds(b, was)
+        for e in graph.edges(EdgeKind.UPDATES)
+        for a, b in ((e.src, e.dst), (e.dst, e.src))
     )
 
 
