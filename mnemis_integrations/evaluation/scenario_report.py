@@ -163,13 +163,21 @@ def _structure_rows(name: str, split: str, c: Mapping[str, Any]) -> list[str]:
         _num(c.get("concepts"), 1),
         _num(c.get("subtopics"), 1),
         f"{_num(upd['precision'])} ({upd['correct']}/{upd['edges']})" if upd else "–",
-        f"{_num(upd['recall'])} ({upd['covered']}/{upd['annotated']})" if upd else "–",
+        _update_recall(upd),
         f"{upd['false_demotions']}/{upd['superseded_fragments']}" if upd else "–",
         _num(sub.get("purity")),
         _num(sub.get("inverse_purity")),
         _num(con.get("purity")),
         _num(con.get("inverse_purity")),
     ]
+
+
+def _update_recall(upd: Mapping[str, Any] | None) -> str:
+    if not upd:
+        return "–"
+    cell = f"{_num(upd['recall'])} ({upd['covered']}/{upd['annotated']}"
+    within = upd.get("within_fragment", 0)
+    return cell + (f"; {within} in one fragment)" if within else ")")
 
 
 def _structure_section(summary: Mapping[str, Any]) -> list[str]:
@@ -197,10 +205,11 @@ def _structure_section(summary: Mapping[str, Any]) -> list[str]:
     notes = [
         "",
         "Update P = correct fragment-to-fragment `updates` edges / all of them; update R = annotated "
-        "supersessions covered by a correct edge; false demotions = superseded fragments holding no "
-        "annotated old message / all superseded fragments. Purity over scenarios with the annotation "
-        "(micro-averaged, weighted by messages); inv. = inverse purity (each topic's largest share "
-        "in one node).",
+        "supersessions covered by a correct edge (n in one fragment: annotated supersessions whose new "
+        "and old messages one fragment holds, which no edge between fragments can cover); false "
+        "demotions = superseded fragments holding no annotated old message / all superseded fragments. "
+        "Purity over scenarios with the annotation (micro-averaged, weighted by messages); inv. = inverse "
+        "purity (each topic's largest share in one node).",
     ]
     title = "## Structure (graph after each scenario is fully ingested)"
     by_language = [
@@ -240,7 +249,7 @@ def _per_scenario_section(summary: Mapping[str, Any]) -> list[str]:
                     str(p["subtopics"]),
                     str(p["fragments"]),
                     f"{_num(upd['precision'])} ({upd['correct']}/{upd['edges']})" if upd else "–",
-                    f"{_num(upd['recall'])} ({upd['covered']}/{upd['annotated']})" if upd else "–",
+                    _update_recall(upd),
                     f"{upd['false_demotions']}/{upd['superseded_fragments']}" if upd else "–",
                     _num(pur["subtopic"]["purity"]) if pur else "–",
                     _num(pur["concept"]["purity"]) if pur else "–",

@@ -69,8 +69,11 @@ def update_accuracy(graph: MemoryGraph, supersessions: Sequence[Supersession]) -
 
     Returns:
         ``edges`` (fragment-to-fragment update edges), ``correct``, ``precision``,
-        ``annotated``, ``covered``, ``recall``, ``superseded_fragments``, ``false_demotions``
-        and ``other_update_edges`` (update edges with a non-fragment end, not scored).
+        ``annotated``, ``covered``, ``recall``, ``superseded_fragments``, ``false_demotions``,
+        ``other_update_edges`` (update edges with a non-fragment end, not scored) and
+        ``within_fragment``: annotated supersessions whose new message one fragment holds with an
+        old one (archived fragments aside). No edge between fragments can stand for those, so
+        recall cannot reach them; they are counted apart, not taken out of ``annotated``.
     """
     edges = correct = other = 0
     covered: set[int] = set()
@@ -84,8 +87,17 @@ def update_accuracy(graph: MemoryGraph, supersessions: Sequence[Supersession]) -
         correct += bool(hits)
         covered.update(hits)
     old_messages = {m for s in supersessions for m in s.old}
-    demoted = [n for n in graph.nodes(NodeKind.FRAGMENT) if n.status == Status.SUPERSEDED]
+    fragments = graph.nodes(NodeKind.FRAGMENT)
+    demoted = [n for n in fragments if n.status == Status.SUPERSEDED]
     false = sum(1 for n in demoted if not old_messages.intersection(n.source_ids))
+    held_by: dict[str, set[str]] = {}
+    for n in fragments:
+        if n.status != Status.ARCHIVED:
+            for m in n.source_ids:
+                held_by.setdefault(m, set()).add(n.id)
+    within = sum(
+        1 for s in supersessions if any(held_by.get(s.new, set()) & held_by.get(o, set()) for o in s.old)
+    )
     return {
         "edges": edges,
         "correct": correct,
@@ -96,6 +108,7 @@ def update_accuracy(graph: MemoryGraph, supersessions: Sequence[Supersession]) -
         "superseded_fragments": len(demoted),
         "false_demotions": false,
         "other_update_edges": other,
+        "within_fragment": within,
     }
 
 
@@ -202,7 +215,7 @@ def combine(per_scenario: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out["updates"] = None
     if upd:
         keys = ("edges", "correct", "annotated", "covered", "superseded_fragments", "false_demotions")
-        total = _sum(upd, keys + ("other_update_edges",))
+        total = _sum(upd, keys + ("other_update_edges", "within_fragment"))
         total["precision"] = _ratio(total["correct"], total["edges"])
         total["recall"] = _ratio(total["covered"], total["annotated"])
         out["updates"] = {"scenarios": len(upd), **total}

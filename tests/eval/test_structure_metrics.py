@@ -91,6 +91,26 @@ def test_a_reversed_edge_is_not_correct_and_a_demoted_bystander_is_false():
     assert (u["superseded_fragments"], u["false_demotions"]) == (2, 2)
 
 
+def test_a_supersession_inside_one_fragment_is_counted_apart_and_stays_uncovered():
+    # f4 holds m7 and m8: "m8 replaces m7" can be no edge between fragments.
+    inside = SUPERSESSIONS + (Supersession(new="m8", old=("m7",), kind="correction"),)
+    u = update_accuracy(_graph(), inside)
+    assert (u["within_fragment"], u["annotated"], u["covered"]) == (1, 4, 2)
+    assert update_accuracy(_graph(), SUPERSESSIONS)["within_fragment"] == 0
+    g = _graph()
+    g.get("f4").status = Status.ARCHIVED  # an archived fragment holds nothing any more
+    assert update_accuracy(g, inside)["within_fragment"] == 0
+
+
+def test_the_report_names_the_supersessions_inside_one_fragment_beside_recall():
+    from mnemis_integrations.evaluation.scenario_report import _update_recall
+
+    inside = SUPERSESSIONS + (Supersession(new="m8", old=("m7",), kind="correction"),)
+    assert _update_recall(update_accuracy(_graph(), inside)) == "0.500 (2/4; 1 in one fragment)"
+    assert _update_recall(update_accuracy(_graph(), SUPERSESSIONS)) == "0.667 (2/3)"
+    assert _update_recall(None) == "–"
+
+
 def test_no_edges_or_no_annotations_give_none_not_zero_division():
     g = MemoryGraph("u")
     g.add_node(Node("f", NodeKind.FRAGMENT, "f", "u", source_ids=["m1"]))
@@ -133,6 +153,7 @@ def test_combine_micro_averages_and_skips_missing_annotations():
     assert c["concepts"] == pytest.approx(5 / 3)
     assert c["updates"]["scenarios"] == 2
     assert (c["updates"]["correct"], c["updates"]["edges"]) == (4, 6)
+    assert c["updates"]["within_fragment"] == 0
     assert c["updates"]["precision"] == pytest.approx(2 / 3)
     assert c["purity"]["subtopic"]["purity"] == pytest.approx(7 / 8)
     assert combine([bare])["updates"] is None and combine([bare])["purity"] is None
