@@ -30,6 +30,8 @@ SUPERSESSIONS = (
     Supersession(new="m7", old=("m5",), kind="correction"),  # f4 -> f2: covered
     Supersession(new="m8", old=("m2",), kind="second_change"),  # no f4 -> f1 edge: missed
 )
+# f4 holds m7 and m8: "m8 replaces m7" can be no edge between fragments.
+WITH_ONE_INSIDE = SUPERSESSIONS + (Supersession(new="m8", old=("m7",), kind="correction"),)
 
 
 def _graph() -> MemoryGraph:
@@ -92,21 +94,18 @@ def test_a_reversed_edge_is_not_correct_and_a_demoted_bystander_is_false():
 
 
 def test_a_supersession_inside_one_fragment_is_counted_apart_and_stays_uncovered():
-    # f4 holds m7 and m8: "m8 replaces m7" can be no edge between fragments.
-    inside = SUPERSESSIONS + (Supersession(new="m8", old=("m7",), kind="correction"),)
-    u = update_accuracy(_graph(), inside)
+    u = update_accuracy(_graph(), WITH_ONE_INSIDE)
     assert (u["within_fragment"], u["annotated"], u["covered"]) == (1, 4, 2)
     assert update_accuracy(_graph(), SUPERSESSIONS)["within_fragment"] == 0
     g = _graph()
     g.get("f4").status = Status.ARCHIVED  # an archived fragment holds nothing any more
-    assert update_accuracy(g, inside)["within_fragment"] == 0
+    assert update_accuracy(g, WITH_ONE_INSIDE)["within_fragment"] == 0
 
 
 def test_the_report_names_the_supersessions_inside_one_fragment_beside_recall():
     from mnemis_integrations.evaluation.scenario_report import _update_recall
 
-    inside = SUPERSESSIONS + (Supersession(new="m8", old=("m7",), kind="correction"),)
-    assert _update_recall(update_accuracy(_graph(), inside)) == "0.500 (2/4; 1 in one fragment)"
+    assert _update_recall(update_accuracy(_graph(), WITH_ONE_INSIDE)) == "0.500 (2/4; 1 in one fragment)"
     assert _update_recall(update_accuracy(_graph(), SUPERSESSIONS)) == "0.667 (2/3)"
     assert _update_recall(None) == "–"
 

@@ -134,8 +134,14 @@ def test_the_sweep_reports_update_links_per_split_from_the_structure_figures():
 
     sweep = _module("search_sweep")
     block = {"concepts": 1, "subtopics": 2, "fragments": 5, "purity": None}
-    updates = {"edges": 4, "correct": 3, "annotated": 6, "covered": 2, "superseded_fragments": 4}
-    updates["within_fragment"] = 0
+    updates = {
+        "edges": 4,
+        "correct": 3,
+        "annotated": 6,
+        "covered": 2,
+        "superseded_fragments": 4,
+        "within_fragment": 0,
+    }
     tune = [
         {**block, "updates": {**updates, "false_demotions": 1, "other_update_edges": 0}},
         {**block, "updates": {**updates, "false_demotions": 0, "other_update_edges": 1}},
