@@ -273,39 +273,50 @@ def test_writes_return_the_new_version_and_values_stay_parameters(store):
     assert len(queries) >= 8 and all(isinstance(q, str) and "%s" not in q and "{}" not in q for q in queries)
 
 
+def _write_at_once(writers: list, namespace: str, deltas: list, expected: int) -> list[int]:
+    """Each store writes its delta to ``namespace`` at ``expected`` at the same moment (a barrier, a
+    thread each); the indexes of the writes that landed."""
+    import threading
+
+    from mnemis_integrations.core.storage.base import ConcurrentWriteError
+
+    start, landed = threading.Barrier(len(writers)), []
+
+    def write(i: int) -> None:
+        start.wait()
+        with contextlib.suppress(ConcurrentWriteError):
+            writers[i].write(namespace, deltas[i], expected)
+            landed.append(i)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return landed
+
+
 def test_first_writes_of_one_namespace_at_once_land_once(url, store):
     """Four stores write a namespace's first version at the same moment: one lands, the others are
     refused. Without turns, two or more landed in 17 of 100 namespaces (a message seq given twice)."""
-    import threading
-
     import numpy as np
 
     from mnemis_integrations.core.model import Message
-    from mnemis_integrations.core.storage.base import ConcurrentWriteError, Delta
+    from mnemis_integrations.core.storage.base import Delta
     from mnemis_integrations.core.storage.falkordb import FalkorDBStore
 
     writers = [FalkorDBStore(url) for _ in range(4)]
     landed_more_than_once = []
     for n in range(40):
-        namespace, start, landed = f"first-{n}", threading.Barrier(len(writers)), []
-
-        def first_write(
-            i: int, namespace: str = namespace, start: threading.Barrier = start, landed: list = landed
-        ) -> None:
-            delta = Delta(
+        namespace = f"first-{n}"
+        deltas = [
+            Delta(
                 new_messages=[Message(f"w{i}", "ann", f"writer {i}", None, 0)],
                 new_vectors=np.ones((1, 4), np.float32),
             )
-            start.wait()
-            with contextlib.suppress(ConcurrentWriteError):
-                writers[i].write(namespace, delta, 0)
-                landed.append(i)
-
-        threads = [threading.Thread(target=first_write, args=(i,)) for i in range(len(writers))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+            for i in range(len(writers))
+        ]
+        landed = _write_at_once(writers, namespace, deltas, 0)
         if len(landed) != 1:
             landed_more_than_once.append((namespace, landed))
         assert [m.id for m in store.load(namespace, 4).messages] == [f"w{landed[0]}"]
@@ -446,3 +457,56 @@ def test_a_format_2_graph_is_converted_on_open(url, store):
     upgraded.write("u1", Delta(GraphChanges(nodes=[again])), v)
     assert sorted(n["summary"] for n in upgraded.load("u1", 4).graph["nodes"]) == ["", "again"]
     upgraded.close()
+
+
+def test_later_writes_of_one_namespace_at_once_leave_only_the_winners_change(url, store):
+    """Four stores write a namespace's next version at the same moment, each removing one node,
+    changing a shared one and adding a node, an edge and a message: one lands, and the namespace
+    holds exactly the base and that writer's change (a refused write leaves nothing behind)."""
+    import numpy as np
+
+    from mnemis_integrations.core.graph import GraphChanges
+    from mnemis_integrations.core.model import Edge, EdgeKind, Message, Node, NodeKind
+    from mnemis_integrations.core.storage.base import Delta
+    from mnemis_integrations.core.storage.falkordb import FalkorDBStore
+
+    def rows(i: int) -> np.ndarray:  # writer i's message vector, told apart by its values
+        return np.full((1, 4), i + 1, np.float32)
+
+    writers = [FalkorDBStore(url) for _ in range(4)]
+    for n in range(20):
+        namespace = f"later-{n}"
+        base = [Node(f"b{j}", NodeKind.ENTITY, f"base {j}", namespace) for j in range(len(writers) + 1)]
+        base_delta = Delta(
+            graph=GraphChanges(nodes=base),
+            new_messages=[Message("m0", "ann", "base", None, 0)],
+            new_vectors=rows(-1),
+        )
+        version = store.write(namespace, base_delta, 0)
+        deltas = [
+            Delta(
+                graph=GraphChanges(
+                    nodes=[
+                        Node(f"w{i}", NodeKind.ENTITY, f"writer {i}", namespace),
+                        Node("b4", NodeKind.ENTITY, f"changed by {i}", namespace),
+                    ],
+                    removed_nodes=[f"b{i}"],
+                    edges=[Edge(f"w{i}", "b4", EdgeKind.REFERENCES)],
+                ),
+                new_messages=[Message(f"mw{i}", "ann", f"writer {i}", None, 1)],
+                new_vectors=rows(i),
+            )
+            for i in range(len(writers))
+        ]
+        landed = _write_at_once(writers, namespace, deltas, version)
+        assert len(landed) == 1, (namespace, landed)
+        w = landed[0]
+        stored = store.load(namespace, 4)
+        nodes = {nd["id"]: nd["label"] for nd in stored.graph["nodes"]}
+        assert sorted(nodes) == sorted([f"b{j}" for j in range(len(writers) + 1) if j != w] + [f"w{w}"])
+        assert nodes["b4"] == f"changed by {w}"
+        assert [(e["src"], e["dst"]) for e in stored.graph["edges"]] == [(f"w{w}", "b4")]
+        assert [m.id for m in stored.messages] == ["m0", f"mw{w}"]
+        assert stored.vectors[1].tolist() == [w + 1.0] * 4
+    for w in writers:
+        w.close()

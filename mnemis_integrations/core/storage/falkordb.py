@@ -68,10 +68,16 @@ _META_GRAPH = "mnemis__meta"
 _SEQ_KEY = "mnemis__write_seq"
 _ORD_STEP = 1 << 20  # element order: version * step + position in the write
 # The writes that make a namespace, and its removals, take turns through a Redis key (``SET NX``)
-# held while the query runs: FalkorDB can run two first writes of one namespace at once, and then
-# both find no version and both land (17 of 100 namespaces, four writers each), so the test inside
-# the query is not enough there. Later writes find each other's version (none of 100 landed twice):
-# they pay no turn (it costs a single-message write 1.36x).
+# held while the query runs. In a new graph the version test reads a label and a relationship type
+# (``Meta``, ``VERSION``) that the graph's schema does not hold yet, and then it misses the version
+# another first write gives meanwhile: without turns, two or more of four first writers landed in 17
+# and 31 of 100 namespaces (two runs); 55 of 100 with the indexes made beforehand, none of 200 with
+# that label and type made beforehand (BENCHMARKS.md, forty-fourth round). Turns also put a failed
+# writer's clean-up (``_drop_if_empty``) after a first write in progress, which it would otherwise
+# find at version 0 and could remove, with its indexes, before that write's query runs. Later writes
+# find each other's version (none of 100 landed twice; of 200 more, each removing, changing and
+# adding, none left a refused writer's change behind): they pay no turn (it costs a single-message
+# write 1.36x).
 _TURN_PREFIX = "mnemis__turn:"
 _TURN_TTL_MS = 60_000  # a writer that dies holding its turn keeps it no longer than this
 _TURN_WAIT_S = 30.0
