@@ -184,6 +184,7 @@ def run_locomo(
                         "scores": {
                             **{f"budget_recall@{b}": scores[f"R@{b}"] for b in BUDGETS},
                             "recall@5": scores["R@5"],
+                            "mrr": scores["MRR"],
                         },
                     }
                 )

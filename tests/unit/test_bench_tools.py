@@ -190,6 +190,26 @@ def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
     )
 
 
+def test_the_sweeps_locomo_rows_carry_the_mrr_its_table_reports(tmp_path):
+    """Each LoCoMo row holds its question's MRR under the bench's key, so that ``mnemis bench compare``
+    can read a setting's MRR against the default's, as it reads the budgets."""
+    import json
+
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    sweep = _module("search_sweep")
+    fixture = str(ROOT / "tests" / "eval" / "fixtures" / "tiny_locomo.json")
+    settings = {"default": sweep.MemoryConfig()}
+    table = sweep.run_locomo(
+        settings, settings["default"], fixture, sweep.CachedEmbedder(HashingEmbedder()), 10, out=str(tmp_path)
+    )
+    rows = [
+        json.loads(line) for line in (tmp_path / "default" / "per_question.jsonl").read_text().splitlines()
+    ]
+    ours = [r["scores"]["mrr"] for r in rows if r["category"] != sweep.LOCOMO_ADVERSARIAL]
+    assert ours and ours == table["default"][("all", "overall")]["MRR"]
+
+
 def test_the_sealed_conversations_load_as_held_out_ones_kept_out_of_the_default_suite():
     """Sealed conversations wait, unrun, for the next fresh test: each must load as the held-out
     ones do (with its second annotation) the day it is unsealed, and no default run may read it."""
