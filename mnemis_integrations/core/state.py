@@ -24,7 +24,12 @@ from .text import content_words
 if TYPE_CHECKING:
     from .storage.base import StoredNamespace
 
-__all__ = ["NamespaceState"]
+__all__ = ["NamespaceState", "message_words"]
+
+
+def message_words(messages: Iterable[Message]) -> set[str]:
+    """The content words of these messages' texts, each once: what a fragment's document frequencies count."""
+    return set(content_words(" ".join(m.text for m in messages)))
 
 
 @dataclass
@@ -316,7 +321,7 @@ class NamespaceState:
 
     def fragment_words(self, node_id: str) -> set[str]:
         """The content words of a fragment's messages, each once: what its document frequencies count."""
-        return set(content_words(self.fragment_text(node_id)))
+        return message_words(self.fragment_messages(node_id))
 
     def entity_fragment_counts(self) -> dict[str, int]:
         """Entity id -> number of ``mentions`` edges into it (read straight off the adjacency)."""

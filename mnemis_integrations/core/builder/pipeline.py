@@ -23,7 +23,7 @@ import numpy as np
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile
 from ..model import EdgeKind, Message, Node, NodeKind, time_order
-from ..state import NamespaceState
+from ..state import NamespaceState, message_words
 from .abstract import Placer, ReviewHook, accept_all, detach, keyword_names, relabel_parents
 from .entities import find_entities
 from .link import link_entities, link_model_relations, link_references
@@ -176,7 +176,7 @@ def _add_fragment(
         st.msg_fragment[m.id] = frag.id
     all_msgs = st.fragment_messages(frag.id)
     texts = [m.text for m in all_msgs]
-    st.df.update(st.fragment_words(frag.id) - old_tokens)
+    st.df.update(message_words(all_msgs) - old_tokens)
     n_frag = max(1, idx.fragment_count(st))
     frag.keywords = keywords_for(texts, st.df, n_frag, cfg.keywords_per_fragment)
     frag.properties[TOPIC_WORDS] = topic_words(texts, st.df, n_frag, cfg.keywords_per_fragment)
