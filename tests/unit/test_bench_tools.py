@@ -299,3 +299,47 @@ def test_current_state_misses_read_the_tune_split_only_and_agree_with_the_metric
     text = misses.report(records, MemoryConfig(), show=True)
     assert text.startswith(f"current state first {sum(r['first'] for r in records)} of {len(records)}")
     assert text.count("MISS ") == sum(not r["first"] for r in records)
+
+
+def _two_venue_scenario(path):
+    """A scenario whose one change (the venue) the offline judge misses: no change cue, no value changed."""
+    import json
+
+    texts = [
+        ("Ann", "The quiz night will be at the Red Lion on Friday."),
+        ("Bob", "Great, I'll bring the answer sheets."),
+        ("Ann", "Tickets are five pounds each."),
+        ("Cat", "My nephew wants to come along too."),
+        ("Ann", "The landlord says the back room seats sixty."),
+        ("Bob", "Quiz night is at the Crown and Anchor now, the Red Lion flooded."),
+    ]
+    messages = [
+        {"id": f"qn-m{i:03d}", "speaker": who, "text": text, "timestamp": f"2025-03-{i:02d}T19:00:00+00:00"}
+        for i, (who, text) in enumerate(texts, start=1)
+    ]
+    question = {"id": "qn-q01", "question": "Where is the quiz night?", "class": "evolution",
+                "asked_at": "2025-03-10T19:00:00+00:00", "evidence": ["qn-m001", "qn-m006"],
+                "current": ["qn-m006"], "superseded": ["qn-m001"],
+                "answer": "The Crown and Anchor."}  # fmt: skip
+    scenario = {"id": "qn", "language": "en", "title": "a quiz night", "split": "tune", "messages": messages,
+                "supersessions": [{"new": "qn-m006", "old": ["qn-m001"], "kind": "reversal"}],
+                "questions": [question]}  # fmt: skip
+    path.write_text(json.dumps(scenario))
+    return path
+
+
+def test_the_sweep_can_take_the_annotation_as_the_update_judge(tmp_path, capsys):
+    """``--links annotated``: each replacing message is linked to what the annotation says it replaces, and
+    nothing else is (a ceiling for the judge); the default sweep on the same file links as the judge does."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    sweep = _module("search_sweep")
+    path = _two_venue_scenario(tmp_path / "qn.json")
+    settings = {"default": sweep.MemoryConfig()}
+    emb = sweep.CachedEmbedder(HashingEmbedder())
+    sweep.run(settings, settings["default"], [path], emb, 10, annotated_links=True)
+    annotated = capsys.readouterr().out
+    assert "update links, tune: precision 1.000 (1/1), recall 1.000 (1/1)" in annotated
+    sweep.run(settings, settings["default"], [path], emb, 10)
+    judged = capsys.readouterr().out
+    assert "update links, tune:" in judged and "recall 1.000 (1/1)" not in judged

@@ -301,13 +301,22 @@ class OfflineUpdateJudge:
             idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
 
+    def scored_candidates(
+        self, st: NamespaceState, m: Message, unsaid: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        """The earlier messages ``m`` may replace, best first, each with its log-odds
+        (:func:`candidate_scores`). A subclass may score them by other means: ``benchmarks/search_sweep.py
+        --links annotated`` takes them from the scenario suite's annotation, to measure what perfect links
+        would give."""
+        return candidate_scores(st, m, unsaid)
+
     def _best_replaced(
         self, st: NamespaceState, idx: BuildIndex, m: Message, unsaid: Sequence[str]
     ) -> str | None:
         """The earlier message ``m`` replaces, if any clears ``update_min_score``; ``unsaid``: indexed
         messages that had not arrived yet."""
         floor = self.cfg.update_min_score
-        ranked = candidate_scores(st, m, unsaid)
+        ranked = self.scored_candidates(st, m, unsaid)
         return next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
 
 
