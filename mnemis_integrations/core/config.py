@@ -97,6 +97,18 @@ class BuildConfig(_Frozen):
         "this log-odds (builder/updates.py); higher: fewer, surer links. Chosen on the scenario suite's "
         "tune split.",
     )
+    update_links: Literal["fragment", "message"] = Field(
+        "fragment",
+        description='How far the offline builder links what its update judge finds. "fragment": a '
+        "replaced message's fragment is superseded once, by one newer fragment, and a message replaced "
+        'already is not replaced again (its newest state is). "message": every replacing message is '
+        "linked to what it replaces, into a fragment superseded already for another of its messages too, so "
+        "a fragment holding two matters gets a link for each. Only for a judge that is right message by "
+        "message: with the annotation as the judge (`benchmarks/search_sweep.py --links annotated`) it puts "
+        "the current state first on .928 of the held-out questions against .912 (evolution .961 / .940), "
+        "budgets up; with the offline judge, link precision falls .509 -> .463 on the tune split "
+        "(BENCHMARKS.md, forty-fifth round).",
+    )
     max_subtopic_fragments: int = Field(12, ge=2, description="A full subtopic takes no more fragments.")
     max_concept_subtopics: int = Field(8, ge=2, description="A full concept takes no more subtopics.")
     summary_words: int = Field(18, ge=4, description="Extractive summaries are cut to this many words.")

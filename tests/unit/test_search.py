@@ -463,6 +463,37 @@ def test_a_successor_leads_only_when_the_update_is_about_what_the_query_matched(
     assert present_state.current_state_first(q, ["f_flat", "f_cake"], fused, []).ids[0] == "f_keys"
 
 
+# One fragment linked per message (`build.update_links` "message"): m4 replaces its van line, m3 its keys.
+_MOVED = dict(MOVING["c_life"]["s_moving"])
+MOVING_TWICE = {
+    "c_life": {
+        "s_moving": {
+            **{k: v for k, v in _MOVED.items() if k != "f_cake"},
+            "f_van": ["Van's off, Sam is lending us his car instead."],
+            "f_cake": _MOVED["f_cake"],
+        }
+    }
+}
+
+
+def test_a_hit_linked_per_message_is_led_only_by_the_successor_on_the_matched_branch():
+    """Two links into one fragment, one per matter: the query matched the van line, so only the van's
+    successor leads; the keys' successor keeps its own place, as it would unlinked."""
+    st = toy_state(MOVING_TWICE, updates=(("f_keys", "f_flat", "m3", "m1"), ("f_van", "f_flat", "m4", "m2")))
+    q = _query(st, "Who helps with the van?")
+    fused = _fused({"f_flat": 0.9, "f_cake": 0.5, "f_keys": 0.6, "f_van": 0.3})
+    ranking = present_state.current_state_first(
+        q, ["f_flat", "f_keys", "f_cake"], fused, [], {"m1": 0.2, "m2": 0.9}
+    )
+    assert ranking.moved == {"f_van"}
+    assert ranking.ids.index("f_van") < ranking.ids.index("f_flat") < ranking.ids.index("f_keys")
+    # the keys question meets the keys' successor first, and the van's stays where it ranked
+    keys = present_state.current_state_first(
+        q, ["f_flat", "f_keys", "f_cake"], fused, [], {"m1": 0.9, "m2": 0.2}
+    )
+    assert keys.moved == {"f_keys"} and keys.ids.index("f_keys") < keys.ids.index("f_flat")
+
+
 def test_a_successor_already_above_its_old_hit_counts_as_placed_only_when_it_leads():
     # f_keys replaces f_flat's m1, but the query matched f_flat's other matter (m2) and f_keys scores
     # under the lead share: ranked above f_flat already (a newer hit lifted), it is no placed successor,

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.builder.updates import FEATURES, WEIGHTS, Earlier, change_values, replaced
+from mnemis_integrations.core.builder.updates import (
+    FEATURES,
+    WEIGHTS,
+    Earlier,
+    OfflineUpdateJudge,
+    change_values,
+    replaced,
+)
 from mnemis_integrations.core.config import MemoryConfig
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.graph import MemoryGraph
@@ -141,3 +149,40 @@ def test_the_minimum_score_sets_how_sure_a_link_must_be():
 
     assert links(99.0) == set()
     assert len(links(-99.0)) > len(links(MemoryConfig().build.update_min_score)) == 1
+
+
+class _Picks(OfflineUpdateJudge):
+    """A judge that knows what each message replaces (as a judge right message by message would)."""
+
+    def __init__(self, config, picks: dict[str, str]):
+        super().__init__(config)
+        self.picks = picks
+
+    def scored_candidates(self, st, m, unsaid):
+        return [(self.picks[m.id], 10.0)] if m.id in self.picks else []
+
+
+@pytest.mark.parametrize("links", ["fragment", "message"])
+def test_message_links_replace_a_two_fact_message_a_piece_at_a_time(links):
+    """A message holding two facts, replaced one piece at a time: linked once per fragment, the second piece
+    finds the fragment superseded already and links nothing; linked per message, each piece is linked."""
+    texts = [
+        ("ana", "U-Haul truck booked for $1,750, and two loaders for $600."),
+        ("ben", "The espresso machine in the kitchen is broken again."),
+        ("ana", "U-Haul cancelled, full refund."),
+        ("ana", "Loaders cancelled too."),
+    ]
+    mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_links": links}))
+    judge = _Picks(mem.config.build, {"m2": "m0", "m3": "m0"})
+    mem.builder.steps = dataclasses.replace(mem.builder.steps, updates=judge)
+    for m in _msgs(texts):
+        mem.add_messages([m], namespace="u")
+    g = mem.graph("u")
+    into = {tuple(g.get(e.src).source_ids): e.properties for e in g.edges(EdgeKind.UPDATES)}
+    if links == "fragment":
+        assert into == {("m2",): {REPLACED: ["m0"], REPLACED_BY: ["m2"]}}
+    else:
+        assert into == {
+            ("m2",): {REPLACED: ["m0"], REPLACED_BY: ["m2"]},
+            ("m3",): {REPLACED: ["m0"], REPLACED_BY: ["m3"]},
+        }

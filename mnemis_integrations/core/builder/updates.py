@@ -238,7 +238,8 @@ class OfflineUpdateJudge:
 
         Each new message is judged against its nearest earlier messages by vector and by word
         overlap (:func:`replaced`); its best-scoring candidate, if it clears
-        ``update_min_score``, retires the active fragment holding it. A best candidate in this
+        ``update_min_score``, retires the active fragment holding it (with ``update_links`` "message",
+        links a fragment superseded already too). A best candidate in this
         same fragment means the change happened inside it: nothing is linked. Both lookups are
         bounded (``POOL`` neighbours, rare words only), whatever the size of the namespace.
 
@@ -270,7 +271,7 @@ class OfflineUpdateJudge:
                 later.update(dict.fromkeys(k for k in [*near, *(k for k, _ in found)] if after(k)))
             if best is None or best in own:
                 continue  # nothing replaced, or the change happened inside this fragment
-            for fid in _active_fragments(st, idx, best, frag.id):
+            for fid in _linkable_fragments(st, idx, best, frag.id, self.cfg.update_links == "message"):
                 supersede(
                     g,
                     old_id=fid,
@@ -285,7 +286,7 @@ class OfflineUpdateJudge:
                 break
             m = st.messages[k]
             best = self._best_replaced(st, idx, m, ())
-            holders = _active_fragments(st, idx, k, frag.id)
+            holders = _linkable_fragments(st, idx, k, frag.id)
             if best in own and holders:
                 newer = g.get(holders[0])
                 supersede(
@@ -317,7 +318,10 @@ class OfflineUpdateJudge:
         messages that had not arrived yet."""
         floor = self.cfg.update_min_score
         ranked = self.scored_candidates(st, m, unsaid)
-        return next((k for k, s in ranked if s >= floor and not _replaced_already(st, idx, k)), None)
+        again = self.cfg.update_links == "message"  # a message may be replaced a piece at a time
+        return next(
+            (k for k, s in ranked if s >= floor and (again or not _replaced_already(st, idx, k))), None
+        )
 
 
 def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ()) -> list[tuple[str, float]]:
@@ -377,15 +381,19 @@ def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) 
     return list(dict.fromkeys(near + by_overlap))
 
 
-def _active_fragments(st: NamespaceState, idx: BuildIndex, mid: str, but: str) -> list[str]:
-    """The active fragments holding message ``mid`` other than ``but``: what an update may link (an
-    archived original or an overview holds it too after compaction, and search shows neither as
-    the current state)."""
+def _linkable_fragments(
+    st: NamespaceState, idx: BuildIndex, mid: str, but: str, superseded: bool = False
+) -> list[str]:
+    """The fragments holding message ``mid`` other than ``but`` that an update may link: the active ones,
+    and with ``superseded`` those superseded already (for another of their messages) too. Never an
+    archived original or an overview, which hold it too after compaction, and which search shows as
+    no current state."""
     g = st.graph
+    linkable = (Status.ACTIVE, Status.SUPERSEDED) if superseded else (Status.ACTIVE,)
     return [
         f
         for f in idx.holders(st, mid)
-        if f != but and g.has(f) and g.get(f).kind == NodeKind.FRAGMENT and g.get(f).status == Status.ACTIVE
+        if f != but and g.has(f) and g.get(f).kind == NodeKind.FRAGMENT and g.get(f).status in linkable
     ]
 
 

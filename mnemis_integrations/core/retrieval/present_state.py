@@ -16,13 +16,13 @@ Scores stay non-increasing, a placed hit's run stepped down after it (``_spread_
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from ..builder.updates import candidate_scores, gate_passed, later_neighbours
 from ..changes import has_change_cue, names_decision, states_change, states_decision, states_number
 from ..maintenance.supersede import REPLACED, REPLACED_BY, replaces
-from ..model import EdgeKind, NodeKind, Status, time_order
+from ..model import Edge, EdgeKind, NodeKind, Status, time_order
 from ..state import NamespaceState
 from ..temporal import visible_successors
 from ..text import content_words
@@ -383,15 +383,29 @@ def _pass_up(
     return out, moved
 
 
-def _replaced_best_match(q: Query, old: str, message_scores: Mapping[str, float]) -> bool:
-    """Is the superseded hit's best match to the query a message its ``updates`` links replaced? A
-    link that names no message (the whole node replaced, as an LLM judges) counts as yes, and so does a
-    hit none of whose messages was scored (a large graph's funnel scores only its candidates)."""
+def _replaced_best_match(
+    q: Query, old: str, message_scores: Mapping[str, float], links: Sequence[Edge] | None = None
+) -> bool:
+    """Is the superseded hit's best match to the query a message its ``updates`` links (or ``links``, some
+    of them) replaced? A link that names no message (the whole node replaced, as an LLM judges) counts as
+    yes, and so does a hit none of whose messages was scored (a large graph's funnel scores only its
+    candidates)."""
     scored = [m for m in q.st.node(old).source_ids if m in message_scores]
     if not scored:
         return True
     best = max(scored, key=lambda m: message_scores[m])
-    return any(replaces(e, best) for e in q.st.graph.in_edges(old, EdgeKind.UPDATES))
+    links = q.st.graph.in_edges(old, EdgeKind.UPDATES) if links is None else links
+    return any(replaces(e, best) for e in links)
+
+
+def _branch(q: Query, new: str, old: str) -> list[Edge]:
+    """The links into ``old`` whose chain reaches ``new`` (``new`` itself or one of its newest states)."""
+    g = q.st.graph
+    return [
+        e
+        for e in g.in_edges(old, EdgeKind.UPDATES)
+        if e.src == new or new in visible_successors(g, e.src, q.allowed)
+    ]
 
 
 def current_state_first(
@@ -427,6 +441,13 @@ def current_state_first(
         return about[old]
 
     def leads(new: str, old: str) -> bool:
+        # A hit linked once per message (`build.update_links` "message") holding two matters has a branch
+        # for each: only the successor's own branch says whether it is the update of what the query matched.
+        # By any branch, the newest state of the other matter led the hit and took a place in the budget.
+        if message_scores is not None and len(q.st.graph.in_edges(old, EdgeKind.UPDATES)) > 1:
+            own = _branch(q, new, old)
+            if own:
+                return _replaced_best_match(q, old, message_scores, own)
         if about_the_match(old):
             return True
         new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
