@@ -386,8 +386,8 @@ def _linkable_fragments(
 ) -> list[str]:
     """The fragments holding message ``mid`` other than ``but`` that an update may link: the active ones,
     and with ``superseded`` those superseded already (for another of their messages) too. Never an
-    archived original or an overview, which hold it too after compaction, and which search shows as
-    no current state."""
+    archived original or an overview: both hold it too after compaction, and search shows neither as
+    the current state."""
     g = st.graph
     linkable = (Status.ACTIVE, Status.SUPERSEDED) if superseded else (Status.ACTIVE,)
     return [
