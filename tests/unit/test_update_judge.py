@@ -151,6 +151,15 @@ def test_the_minimum_score_sets_how_sure_a_link_must_be():
     assert len(links(-99.0)) > len(links(MemoryConfig().build.update_min_score)) == 1
 
 
+# A message holding two facts (m0), replaced one piece at a time (m2, then m3).
+TWO_FACTS = [
+    ("ana", "U-Haul truck booked for $1,750, and two loaders for $600."),
+    ("ben", "The espresso machine in the kitchen is broken again."),
+    ("ana", "U-Haul cancelled, full refund."),
+    ("ana", "Loaders cancelled too."),
+]
+
+
 class _Picks(OfflineUpdateJudge):
     """A judge that knows what each message replaces (as a judge right message by message would)."""
 
@@ -166,16 +175,10 @@ class _Picks(OfflineUpdateJudge):
 def test_message_links_replace_a_two_fact_message_a_piece_at_a_time(links):
     """A message holding two facts, replaced one piece at a time: linked once per fragment, the second piece
     finds the fragment superseded already and links nothing; linked per message, each piece is linked."""
-    texts = [
-        ("ana", "U-Haul truck booked for $1,750, and two loaders for $600."),
-        ("ben", "The espresso machine in the kitchen is broken again."),
-        ("ana", "U-Haul cancelled, full refund."),
-        ("ana", "Loaders cancelled too."),
-    ]
     mem = MnemisMemory(embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_links": links}))
     judge = _Picks(mem.config.build, {"m2": "m0", "m3": "m0"})
     mem.builder.steps = dataclasses.replace(mem.builder.steps, updates=judge)
-    for m in _msgs(texts):
+    for m in _msgs(TWO_FACTS):
         mem.add_messages([m], namespace="u")
     g = mem.graph("u")
     into = {tuple(g.get(e.src).source_ids): e.properties for e in g.edges(EdgeKind.UPDATES)}
@@ -186,3 +189,29 @@ def test_message_links_replace_a_two_fact_message_a_piece_at_a_time(links):
             ("m2",): {REPLACED: ["m0"], REPLACED_BY: ["m2"]},
             ("m3",): {REPLACED: ["m0"], REPLACED_BY: ["m3"]},
         }
+
+
+def test_a_fragment_linked_per_message_stays_superseded_until_its_last_link_is_forgotten():
+    """Linked per message, the two-fact fragment has a link per piece: forgetting one replacing message
+    leaves it superseded by the other; forgetting both makes it the current state again."""
+    mem = MnemisMemory(
+        embedder=HashingEmbedder(), config=MemoryConfig().with_(build={"update_links": "message"})
+    )
+    mem.builder.steps = dataclasses.replace(
+        mem.builder.steps, updates=_Picks(mem.config.build, {"m2": "m0", "m3": "m0"})
+    )
+    for m in _msgs(TWO_FACTS):
+        mem.add_messages([m], namespace="u")
+
+    def status_of_m0() -> Status:
+        g = mem.graph("u")
+        return next(n.status for n in g.nodes(NodeKind.FRAGMENT) if "m0" in n.source_ids)
+
+    assert status_of_m0() == Status.SUPERSEDED
+    mem.forget(["m2"], namespace="u")
+    assert status_of_m0() == Status.SUPERSEDED
+    assert {tuple(mem.graph("u").get(e.src).source_ids) for e in mem.graph("u").edges(EdgeKind.UPDATES)} == {
+        ("m3",)
+    }
+    mem.forget(["m3"], namespace="u")
+    assert status_of_m0() == Status.ACTIVE and not mem.graph("u").edges(EdgeKind.UPDATES)
