@@ -398,14 +398,11 @@ def _replaced_best_match(
     return any(replaces(e, best) for e in links)
 
 
-def _branch(q: Query, new: str, old: str) -> list[Edge]:
-    """The links into ``old`` whose chain reaches ``new`` (``new`` itself or one of its newest states)."""
+def _branch(q: Query, new: str, links: Sequence[Edge]) -> list[Edge]:
+    """Those of ``links`` (into one hit) whose chain reaches ``new`` (``new`` itself or one of its newest
+    states)."""
     g = q.st.graph
-    return [
-        e
-        for e in g.in_edges(old, EdgeKind.UPDATES)
-        if e.src == new or new in visible_successors(g, e.src, q.allowed)
-    ]
+    return [e for e in links if e.src == new or new in visible_successors(g, e.src, q.allowed)]
 
 
 def current_state_first(
@@ -444,8 +441,9 @@ def current_state_first(
         # A hit linked once per message (`build.update_links` "message") holding two matters has a branch
         # for each: only the successor's own branch says whether it is the update of what the query matched.
         # By any branch, the newest state of the other matter led the hit and took a place in the budget.
-        if message_scores is not None and len(q.st.graph.in_edges(old, EdgeKind.UPDATES)) > 1:
-            own = _branch(q, new, old)
+        links = q.st.graph.in_edges(old, EdgeKind.UPDATES) if message_scores is not None else []
+        if len(links) > 1:
+            own = _branch(q, new, links)
             if own:
                 return _replaced_best_match(q, old, message_scores, own)
         if about_the_match(old):
