@@ -107,7 +107,8 @@ class BuildConfig(_Frozen):
         "message: with the annotation as the judge (`benchmarks/search_sweep.py --links annotated`) it puts "
         "the current state first on .928 of the held-out questions against .912 (evolution .961 / .940), "
         "budgets up; with the offline judge, link precision falls .509 -> .463 on the tune split "
-        "(BENCHMARKS.md, forty-fifth round).",
+        "(BENCHMARKS.md, forty-fifth round). An LLMBuilder with the model's update step asks it message by "
+        "message for this mode.",
     )
     max_subtopic_fragments: int = Field(12, ge=2, description="A full subtopic takes no more fragments.")
     max_concept_subtopics: int = Field(8, ge=2, description="A full concept takes no more subtopics.")

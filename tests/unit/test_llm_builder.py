@@ -11,6 +11,7 @@ import pytest
 from fakes import CONVERSATION, ScriptedChatModel
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from pydantic import Field
+from test_spec_rules import MOVING
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.builder.llm_builder import STEPS, LLMBuildConfig, LLMBuilder
@@ -537,6 +538,98 @@ def test_update_judgement_links_new_to_old(verdict, kind):
     # Both fragments are new in this batch: the earlier one is judged as a lower-numbered new fact.
     assert ctx["earlier"] == [] and [f["n"] for f in ctx["new"]] == [0, 1]
     assert "f:" not in json.dumps(ctx)  # the model sees small indices, never node ids
+
+
+# ------------------------------------------------------------------------------ updates, message by message
+
+_BY_MESSAGE = BuildConfig(update_links="message")
+
+
+def build_by_message(router: Router, batches, config: LLMBuildConfig = _SEQUENTIAL):
+    emb = HashingEmbedder()
+    builder = LLMBuilder(fake(router), config=config, build=_BY_MESSAGE, embedder=emb)
+    mem = MnemisMemory(embedder=emb, builder=builder)
+    for batch in batches:
+        mem.add_messages(batch, namespace="u1")
+    return mem, builder
+
+
+def _plan_judged(verdict: str):
+    """PLAN as p1 p2 | p3 p4, the model judging p3 (new fact 2) against p1 (earlier fact 0)."""
+    router = Router(
+        segment=[{"new_topic_at": [0, 2]}],
+        updates=[{"judgements": [{"new": 2, "earlier": 0, "verdict": verdict}]}],
+    )
+    mem, _ = build_by_message(router, [PLAN])
+    return mem.graph("u1"), router
+
+
+def test_message_level_links_ask_the_model_message_by_message():
+    # p3 replaces p1 (the plan); the model sees messages, numbered, never ids
+    g, router = _plan_judged("updates")
+    [edge] = list(g.edges(EdgeKind.UPDATES))
+    assert (edge.src, edge.dst) == ("f:p3", "f:p1")
+    assert edge.properties["replaced"] == ["p1"] and edge.properties["replaced_by"] == ["p3"]
+    assert g.get("f:p1").status == Status.SUPERSEDED
+    # one call, for the second fragment: the first has no earlier message outside itself
+    assert router.calls["updates"] == 1
+    ctx = context_of(router.prompts["updates"][0][1].text)
+    assert [f["text"] for f in ctx["earlier"]] == [
+        "ana: We go with Plan A for the Atlas launch.",
+        "ben: Plan A means launching Atlas in April.",
+    ]
+    assert [f["n"] for f in ctx["new"]] == [2, 3]
+    assert "p1" not in json.dumps(ctx) and "f:" not in json.dumps(ctx)
+
+
+def test_message_level_links_reach_a_fragment_superseded_already_for_another_message():
+    later = {
+        "id": "p5",
+        "speaker": "ana",
+        "text": "Atlas launch date: not April any more, it is July.",
+        "timestamp": "2025-03-20T10:00:00",
+    }
+    router = Router(
+        segment=[{"new_topic_at": [0, 2]}, {"new_topic_at": [0]}],
+        updates=[
+            {"judgements": [{"new": 2, "earlier": 0, "verdict": "updates"}]},
+            # p5 against p1 .. p4 (earlier, by time): it replaces p2, in the fragment p3 superseded already
+            {"judgements": [{"new": 4, "earlier": 1, "verdict": "updates"}]},
+        ],
+    )
+    mem, _ = build_by_message(router, [PLAN, [later]])
+    g = mem.graph("u1")
+    links = sorted((e.src, e.dst, tuple(e.properties["replaced"])) for e in g.edges(EdgeKind.UPDATES))
+    assert links == [("f:p3", "f:p1", ("p1",)), ("f:p5", "f:p1", ("p2",))]
+
+
+def test_a_message_level_contradiction_is_an_edge_and_demotes_nothing():
+    g, _ = _plan_judged("contradicts")
+    assert [(e.src, e.dst) for e in g.edges(EdgeKind.CONTRADICTS)] == [("f:p3", "f:p1")]
+    assert not list(g.edges(EdgeKind.UPDATES)) and g.get("f:p1").status == Status.ACTIVE
+
+
+def test_a_message_level_call_that_falls_back_is_judged_offline():
+    # the offline judge links the keys' new date to the old one; a model that says so links the same,
+    # one that answers nothing links nothing, and one that never answers validly falls back to offline
+    def links(updates, config=_SEQUENTIAL):
+        router = Router(segment=[{"new_topic_at": [0, 2, 4]}], updates=updates)
+        mem, builder = build_by_message(router, [MOVING], config)
+        edges = sorted((e.src, e.dst) for e in mem.graph("u1").edges(EdgeKind.UPDATES))
+        return edges, builder.last_usage.steps["updates"].fallbacks
+
+    assert links([{"judgements": []}] * 3) == ([], 0)
+    fell_back = links(["no idea"] * 20, LLMBuildConfig(max_retries=1, max_concurrency=1))
+    assert fell_back[0] == [("f:m5", "f:m1")] and fell_back[1] >= 1
+
+
+def test_fragment_level_links_keep_the_batch_judge():
+    router = Router(segment=[{"new_topic_at": [0, 2]}])
+    emb = HashingEmbedder()
+    builder = LLMBuilder(fake(router), config=_SEQUENTIAL, embedder=emb)
+    MnemisMemory(embedder=emb, builder=builder).add_messages(PLAN, namespace="u1")
+    ctx = context_of(router.prompts["updates"][0][1].text)
+    assert ctx["earlier"] == [] and [f["n"] for f in ctx["new"]] == [0, 1]  # fragments, not messages
 
 
 def test_incremental_ingest_continues_the_open_fragment_when_the_model_says_so():

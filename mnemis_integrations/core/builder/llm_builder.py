@@ -46,6 +46,7 @@ from ..state import NamespaceState
 from .abstract import ReviewHook, accept_all
 from .llm_steps import (
     LLMEntityFinder,
+    LLMMessageUpdateJudge,
     LLMNamer,
     LLMSegmenter,
     LLMSummariser,
@@ -55,7 +56,7 @@ from .llm_steps import (
 )
 from .llm_structured import Usage
 from .pipeline import offline_steps, run_steps
-from .steps import BuildReport, BuildSteps
+from .steps import BuildReport, BuildSteps, UpdateJudge
 
 __all__ = ["STEPS", "LLMBuildConfig", "LLMBuildReport", "LLMBuilder"]
 
@@ -227,8 +228,14 @@ class LLMBuilder:
             entities=LLMEntityFinder(calls) if llm.entities == "llm" else offline.entities,
             name=LLMNamer(calls) if llm.abstract == "llm" else offline.name,
             place=ProposedPlacer(offline.place, cfg, self.review),
-            updates=LLMUpdateJudge(calls, offline.updates) if llm.updates == "llm" else offline.updates,
+            updates=self._update_judge(calls, offline.updates) if llm.updates == "llm" else offline.updates,
         )
+
+    def _update_judge(self, calls: ModelCalls, offline: UpdateJudge) -> UpdateJudge:
+        """The model's update step: fragment by fragment, or message by message for message-level links."""
+        if self.cfg.update_links == "message":
+            return LLMMessageUpdateJudge(calls, self.cfg)
+        return LLMUpdateJudge(calls, offline)
 
     def _new_usage(self) -> Usage:
         return Usage(self.llm.prompt_cost_per_1k, self.llm.completion_cost_per_1k)

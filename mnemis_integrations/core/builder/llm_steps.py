@@ -6,11 +6,14 @@ Each step asks the model through :class:`ModelCalls` (validated, repaired, retri
 offline step for that batch. The batch steps (segment, summarise, entities, name) run before
 any fragment is written and return one answer per segment, which the pipeline hands to the
 per-fragment steps in a :class:`~.steps.Segment`: :class:`ProposedPlacer` places by the
-model's names, :class:`LLMUpdateJudge` judges the batch once every fragment is placed.
+model's names, :class:`LLMUpdateJudge` judges the batch once every fragment is placed
+(:class:`LLMMessageUpdateJudge`, with ``build.update_links`` "message", each fragment's messages
+as it is written).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
@@ -20,7 +23,7 @@ import numpy as np
 from ..config import BuildConfig
 from ..embedders import EmbedderProfile
 from ..maintenance.supersede import supersede
-from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
+from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status, time_order
 from ..protocols import ChatModel
 from ..text import format_date, normalise_name
 from . import prompts as P
@@ -30,6 +33,7 @@ from .llm_checks import check_entities, check_placements, check_segments, check_
 from .llm_structured import Usage, ask
 from .segment import segment
 from .steps import BuildReport, Placer, Segment, UpdateJudge, setting
+from .updates import OfflineUpdateJudge, candidate_pool
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLMEntityFinder",
+    "LLMMessageUpdateJudge",
     "LLMNamer",
     "LLMSegmenter",
     "LLMSummariser",
@@ -479,3 +484,92 @@ class LLMUpdateJudge:
         n = calls.llm.batch_fragments
         for i in range(0, len(created), n):
             one(created[i : i + n], {fid for fid, _ in created[i + n :]})
+
+
+class LLMMessageUpdateJudge(OfflineUpdateJudge):
+    """``updates`` / ``contradicts`` judgements message by message, for ``build.update_links`` "message":
+    as each fragment is written, its messages are asked against the earlier messages nearest each of them
+    (the offline judge's candidate pool, :func:`~.updates.candidate_pool`, before its change gate, at most
+    ``update_candidates`` per message); then a replacing message is linked as the offline judge links one,
+    into every fragment holding the newest message it replaces, superseded ones too.
+
+    Perfect judgements with these links put the current state first on .961 of the held-out evolution
+    questions, against .940 for one link per fragment (BENCHMARKS.md, forty-fifth round): the structure
+    is there for a judge right message by message. A fragment whose call falls back is judged offline, and
+    so are the later messages near a fragment told late (an imported history), as the offline judge
+    reads them again.
+    """
+
+    def __init__(self, calls: ModelCalls, config: BuildConfig):
+        super().__init__(config)
+        self.calls = calls
+        # message id -> the earlier messages the model says it replaces, newest first; a message missing
+        # here is judged offline (its fragment's call fell back, or it was not asked)
+        self._replaced: dict[str, list[str]] = {}
+
+    def fragment_added(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
+        self._replaced = self._ask(st, frag, msgs)
+        try:
+            super().fragment_added(st, frag, msgs, rep)
+        finally:
+            self._replaced = {}
+
+    def scored_candidates(
+        self, st: NamespaceState, m: Message, unsaid: Sequence[str]
+    ) -> list[tuple[str, float]]:
+        if m.id in self._replaced:
+            return [(k, math.inf) for k in self._replaced[m.id]]
+        return super().scored_candidates(st, m, unsaid)
+
+    def _ask(self, st: NamespaceState, frag: Node, msgs: list[Message]) -> dict[str, list[str]]:
+        """The model's judgements for ``msgs``: message id -> the earlier ones it replaces; {} when the
+        call falls back. A contradiction is linked here, fragment to fragment."""
+        own = set(frag.source_ids)
+        n = self.calls.llm.update_candidates
+        pools = {
+            m.id: [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]]) if k not in own][:n]
+            for p, m in enumerate(msgs)
+        }
+        earlier = sorted({k for ks in pools.values() for k in ks}, key=lambda k: time_order(st.messages[k]))
+        if not earlier:
+            return {m.id: [] for m in msgs}
+        index = {mid: i for i, mid in enumerate([*earlier, *(m.id for m in msgs)])}
+        ids = {i: mid for mid, i in index.items()}
+
+        def fact(m: Message) -> P.Fact:
+            return {
+                "n": index[m.id],
+                "time": format_date(m.timestamp) if m.timestamp else "",
+                "text": self.calls.line(m),
+            }
+
+        ctx: P.UpdatesContext = {
+            "earlier": [fact(st.messages[k]) for k in earlier],
+            "new": [fact(m) for m in msgs],
+        }
+        ans = self.calls.ask(
+            "updates",
+            P.updates_messages(ctx),
+            P.UpdatesAnswer,
+            lambda a: check_updates(a, {index[k] for k in earlier}, {index[m.id] for m in msgs}),
+        )
+        if ans is None:
+            return {}
+        out: dict[str, list[str]] = {m.id: [] for m in msgs}
+        for j in ans.judgements:
+            new_id, old_id = ids[j.new], ids[j.earlier]
+            if j.verdict == "updates":
+                out[new_id].append(old_id)
+            elif old_id not in own:
+                _contradicts(st, frag, old_id)
+        for replaced in out.values():
+            replaced.sort(key=lambda k: time_order(st.messages[k]), reverse=True)
+        return out
+
+
+def _contradicts(st: NamespaceState, frag: Node, message_id: str) -> None:
+    """A ``contradicts`` edge from ``frag`` to each active fragment holding ``message_id``."""
+    idx = st.build_index()
+    for fid in idx.holders(st, message_id):
+        if fid != frag.id and st.graph.has(fid) and st.graph.get(fid).status == Status.ACTIVE:
+            st.graph.add_edge(Edge(frag.id, fid, EdgeKind.CONTRADICTS, created_at=frag.created_at))

@@ -42,6 +42,7 @@ __all__ = [
     "Earlier",
     "OfflineUpdateJudge",
     "announces_change",
+    "candidate_pool",
     "candidate_scores",
     "change_values",
     "gate_passed",
@@ -330,22 +331,7 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
     that pass the change gate. ``unsaid``: indexed messages that had not arrived yet (hidden)."""
     if m.id not in st.msg_vectors or m.id not in st.lexical:
         return []
-    said = time_order(m)
-    hidden = set(unsaid)
-
-    def earlier(mid: str) -> bool:
-        other = st.messages.get(mid)
-        return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
-
-    near = sorted(
-        (
-            (k, c)
-            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
-            if earlier(k)
-        ),
-        key=lambda kc: (-kc[1], kc[0]),
-    )[:POOL]
-    by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
+    near, by_overlap = _nearest_earlier(st, m, unsaid)
     terms = st.lexical.terms(m.id)
     rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
     mine = sum(rarity.values())
@@ -367,6 +353,40 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
             )
         )
     return replaced(m.text, m.speaker, mine, cands)
+
+
+def candidate_pool(st: NamespaceState, m: Message, unsaid: Sequence[str] = ()) -> list[str]:
+    """The earlier messages :func:`candidate_scores` judges ``m`` against, before its change gate: the
+    ``POOL`` nearest by vector, then those of the ``POOL`` that share the most rare words that are not
+    among them. For a judge that reads every pair itself (a model)."""
+    if m.id not in st.msg_vectors or m.id not in st.lexical:
+        return []
+    near, by_overlap = _nearest_earlier(st, m, unsaid)
+    return list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+
+
+def _nearest_earlier(
+    st: NamespaceState, m: Message, unsaid: Sequence[str]
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """(message id, cosine) of the ``POOL`` earlier messages nearest ``m`` by vector, and (message id,
+    overlap) of the ``POOL`` sharing the most of its rare words; ``unsaid`` hidden."""
+    said = time_order(m)
+    hidden = set(unsaid)
+
+    def earlier(mid: str) -> bool:
+        other = st.messages.get(mid)
+        return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
+
+    near = sorted(
+        (
+            (k, c)
+            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
+            if earlier(k)
+        ),
+        key=lambda kc: (-kc[1], kc[0]),
+    )[:POOL]
+    by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
+    return near, by_overlap
 
 
 def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) -> list[str]:
