@@ -603,6 +603,20 @@ def test_message_level_links_reach_a_fragment_superseded_already_for_another_mes
     assert links == [("f:p3", "f:p1", ("p1",)), ("f:p5", "f:p1", ("p2",))]
 
 
+def test_message_candidates_bounds_the_earlier_messages_each_new_one_is_shown_with():
+    later = {
+        "id": "p5",
+        "speaker": "ana",
+        "text": "Atlas launch moves to July.",
+        "timestamp": "2025-03-20T10:00:00",
+    }
+    for n, shown in ((1, 1), (3, 3), (12, 4)):
+        router = Router(segment=[{"new_topic_at": [0, 2]}, {"new_topic_at": [0]}])
+        build_by_message(router, [PLAN, [later]], LLMBuildConfig(max_concurrency=1, message_candidates=n))
+        ctx = context_of(router.prompts["updates"][-1][1].text)
+        assert len(ctx["earlier"]) == shown and len(ctx["new"]) == 1, (n, ctx)
+
+
 def test_a_message_level_contradiction_is_an_edge_and_demotes_nothing():
     g, _ = _plan_judged("contradicts")
     assert [(e.src, e.dst) for e in g.edges(EdgeKind.CONTRADICTS)] == [("f:p3", "f:p1")]

@@ -85,6 +85,15 @@ class LLMBuildConfig(BaseModel):
     update_candidates: int = Field(
         4, ge=1, description="Earlier facts shown per new fact for update judgements."
     )
+    message_candidates: int = Field(
+        12,
+        ge=1,
+        description="With build.update_links 'message': earlier messages shown per new message for update "
+        "judgements (the offline judge's pool, nearest by vector, then by rare words). A perfect model "
+        "links what it is shown: with the annotation as that model, update-link recall on the scenario "
+        "suite's tune split is .768 / .835 / .892 / .899 for 4 / 8 / 12 / 16 (BENCHMARKS.md, forty-sixth "
+        "round).",
+    )
     max_line_chars: int = Field(
         400, ge=40, description="Longer messages are cut in prompts (never in storage)."
     )

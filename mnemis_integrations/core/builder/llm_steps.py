@@ -490,7 +490,7 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
     """``updates`` / ``contradicts`` judgements message by message, for ``build.update_links`` "message":
     as each fragment is written, its messages are asked against the earlier messages nearest each of them
     (the offline judge's candidate pool, :func:`~.updates.candidate_pool`, before its change gate, at most
-    ``update_candidates`` per message); then a replacing message is linked as the offline judge links one,
+    ``message_candidates`` per message); then a replacing message is linked as the offline judge links one,
     into every fragment holding the newest message it replaces, superseded ones too.
 
     Perfect judgements with these links put the current state first on .961 of the held-out evolution
@@ -525,7 +525,7 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
         """The model's judgements for ``msgs``: message id -> the earlier ones it replaces; {} when the
         call falls back. A contradiction is linked here, fragment to fragment."""
         own = set(frag.source_ids)
-        n = self.calls.llm.update_candidates
+        n = self.calls.llm.message_candidates
         pools = {
             m.id: [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]]) if k not in own][:n]
             for p, m in enumerate(msgs)
