@@ -13,6 +13,8 @@ from mnemis_integrations.core.builder.updates import (
     WEIGHTS,
     Earlier,
     OfflineUpdateJudge,
+    candidate_pool,
+    candidate_scores,
     change_values,
     replaced,
 )
@@ -215,3 +217,17 @@ def test_a_fragment_linked_per_message_stays_superseded_until_its_last_link_is_f
     }
     mem.forget(["m3"], namespace="u")
     assert status_of_m0() == Status.ACTIVE and not mem.graph("u").edges(EdgeKind.UPDATES)
+
+
+def test_a_wider_candidate_pool_holds_the_narrow_one_and_only_earlier_messages():
+    texts = [("ana", f"Stall {i}: the rent for pitch {i} is {20 + i} pounds a day.") for i in range(40)]
+    mem = MnemisMemory(embedder=HashingEmbedder())
+    mem.add_messages(_msgs(texts), namespace="u")
+    st = mem._state("u")
+    last = st.messages[max(st.messages, key=lambda k: st.messages[k].seq)]
+    narrow, wide = candidate_pool(st, last), candidate_pool(st, last, size=16)
+    assert set(narrow) <= set(wide) and len(narrow) < len(wide) <= 32
+    assert all(st.messages[k].seq < last.seq for k in wide)
+    assert set(narrow) == {k for k, _ in candidate_scores(st, last)} | set(
+        narrow
+    )  # what the judge scores is in it

@@ -89,10 +89,11 @@ class LLMBuildConfig(BaseModel):
         12,
         ge=1,
         description="With build.update_links 'message': earlier messages shown per new message for update "
-        "judgements (the offline judge's pool, nearest by vector, then by rare words). A perfect model "
-        "links what it is shown: with the annotation as that model, update-link recall on the scenario "
-        "suite's tune split is .768 / .835 / .892 / .899 for 4 / 8 / 12 / 16 (BENCHMARKS.md, forty-sixth "
-        "round).",
+        "judgements (nearest by vector, then by rare words: the offline judge's pool of 8 of each, or two "
+        "thirds of this many of each when that is more). A perfect model links what it is shown: with the "
+        "annotation as that model, update-link recall on the scenario suite's tune split is .768 / .835 / "
+        ".892 / .922 for 4 / 8 / 12 / 24, current state first .910 / .919 / .919 / .931 (BENCHMARKS.md, "
+        "forty-sixth round).",
     )
     max_line_chars: int = Field(
         400, ge=40, description="Longer messages are cut in prompts (never in storage)."

@@ -33,7 +33,7 @@ from .llm_checks import check_entities, check_placements, check_segments, check_
 from .llm_structured import Usage, ask
 from .segment import segment
 from .steps import BuildReport, Placer, Segment, UpdateJudge, setting
-from .updates import OfflineUpdateJudge, candidate_pool
+from .updates import POOL, OfflineUpdateJudge, candidate_pool
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -526,8 +526,10 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
         call falls back. A contradiction is linked here, fragment to fragment."""
         own = set(frag.source_ids)
         n = self.calls.llm.message_candidates
+        # a wider pool as more is shown: two thirds of it by vector, the rest by rare words
+        size = max(POOL, 2 * n // 3)
         pools = {
-            m.id: [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]]) if k not in own][:n]
+            m.id: [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]], size) if k not in own][:n]
             for p, m in enumerate(msgs)
         }
         earlier = sorted({k for ks in pools.values() for k in ks}, key=lambda k: time_order(st.messages[k]))

@@ -355,21 +355,22 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
     return replaced(m.text, m.speaker, mine, cands)
 
 
-def candidate_pool(st: NamespaceState, m: Message, unsaid: Sequence[str] = ()) -> list[str]:
+def candidate_pool(st: NamespaceState, m: Message, unsaid: Sequence[str] = (), size: int = POOL) -> list[str]:
     """The earlier messages :func:`candidate_scores` judges ``m`` against, before its change gate: the
-    ``POOL`` nearest by vector, then those of the ``POOL`` that share the most rare words that are not
-    among them. For a judge that reads every pair itself (a model)."""
+    ``size`` nearest by vector, then those of the ``size`` that share the most rare words that are not
+    among them (the judge's own pool: ``size`` ``POOL``). For a judge that reads every pair itself (a
+    model), which may read a wider pool."""
     if m.id not in st.msg_vectors or m.id not in st.lexical:
         return []
-    near, by_overlap = _nearest_earlier(st, m, unsaid)
+    near, by_overlap = _nearest_earlier(st, m, unsaid, size)
     return list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
 
 
 def _nearest_earlier(
-    st: NamespaceState, m: Message, unsaid: Sequence[str]
+    st: NamespaceState, m: Message, unsaid: Sequence[str], size: int = POOL
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(message id, cosine) of the ``POOL`` earlier messages nearest ``m`` by vector, and (message id,
-    overlap) of the ``POOL`` sharing the most of its rare words; ``unsaid`` hidden."""
+    """(message id, cosine) of the ``size`` earlier messages nearest ``m`` by vector, and (message id,
+    overlap) of the ``size`` sharing the most of its rare words; ``unsaid`` hidden."""
     said = time_order(m)
     hidden = set(unsaid)
 
@@ -380,12 +381,12 @@ def _nearest_earlier(
     near = sorted(
         (
             (k, c)
-            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL + len(unsaid)).items()
+            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * size + len(unsaid)).items()
             if earlier(k)
         ),
         key=lambda kc: (-kc[1], kc[0]),
-    )[:POOL]
-    by_overlap = st.lexical.overlapping(m.text, POOL, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
+    )[:size]
+    by_overlap = st.lexical.overlapping(m.text, size, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
     return near, by_overlap
 
 
