@@ -33,7 +33,7 @@ from .llm_checks import check_entities, check_placements, check_segments, check_
 from .llm_structured import Usage, ask
 from .segment import segment
 from .steps import BuildReport, Placer, Segment, UpdateJudge, setting
-from .updates import POOL, OfflineUpdateJudge, candidate_pool
+from .updates import POOL, OfflineUpdateJudge, candidate_pool, linkable_fragments
 
 if TYPE_CHECKING:
     from ..state import NamespaceState
@@ -528,11 +528,13 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
         n = self.calls.llm.message_candidates
         # a wider pool as more is shown: two thirds of it by vector, the rest by rare words
         size = max(POOL, 2 * n // 3)
-        pools = {
-            m.id: [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]], size) if k not in own][:n]
-            for p, m in enumerate(msgs)
-        }
-        earlier = sorted({k for ks in pools.values() for k in ks}, key=lambda k: time_order(st.messages[k]))
+
+        def shown(p: int, m: Message) -> list[str]:
+            """The earlier messages ``m`` is shown with (the fragment's later messages not said yet)."""
+            return [k for k in candidate_pool(st, m, [x.id for x in msgs[p + 1 :]], size) if k not in own][:n]
+
+        union = {k for p, m in enumerate(msgs) for k in shown(p, m)}
+        earlier = sorted(union, key=lambda k: time_order(st.messages[k]))
         if not earlier:
             return {m.id: [] for m in msgs}
         index = {mid: i for i, mid in enumerate([*earlier, *(m.id for m in msgs)])}
@@ -563,15 +565,8 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
             if j.verdict == "updates":
                 out[new_id].append(old_id)
             elif old_id not in own:
-                _contradicts(st, frag, old_id)
+                for fid in linkable_fragments(st, st.build_index(), old_id, frag.id):
+                    st.graph.add_edge(Edge(frag.id, fid, EdgeKind.CONTRADICTS, created_at=frag.created_at))
         for replaced in out.values():
             replaced.sort(key=lambda k: time_order(st.messages[k]), reverse=True)
         return out
-
-
-def _contradicts(st: NamespaceState, frag: Node, message_id: str) -> None:
-    """A ``contradicts`` edge from ``frag`` to each active fragment holding ``message_id``."""
-    idx = st.build_index()
-    for fid in idx.holders(st, message_id):
-        if fid != frag.id and st.graph.has(fid) and st.graph.get(fid).status == Status.ACTIVE:
-            st.graph.add_edge(Edge(frag.id, fid, EdgeKind.CONTRADICTS, created_at=frag.created_at))

@@ -47,6 +47,7 @@ __all__ = [
     "change_values",
     "gate_passed",
     "later_neighbours",
+    "linkable_fragments",
     "pair_features",
     "replaced",
     "score",
@@ -272,7 +273,7 @@ class OfflineUpdateJudge:
                 later.update(dict.fromkeys(k for k in [*near, *(k for k, _ in found)] if after(k)))
             if best is None or best in own:
                 continue  # nothing replaced, or the change happened inside this fragment
-            for fid in _linkable_fragments(st, idx, best, frag.id, self.cfg.update_links == "message"):
+            for fid in linkable_fragments(st, idx, best, frag.id, self.cfg.update_links == "message"):
                 supersede(
                     g,
                     old_id=fid,
@@ -287,7 +288,7 @@ class OfflineUpdateJudge:
                 break
             m = st.messages[k]
             best = self._best_replaced(st, idx, m, ())
-            holders = _linkable_fragments(st, idx, k, frag.id)
+            holders = linkable_fragments(st, idx, k, frag.id)
             if best in own and holders:
                 newer = g.get(holders[0])
                 supersede(
@@ -336,7 +337,7 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
     rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
     mine = sum(rarity.values())
     cosine = dict(near)
-    pool = list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
+    pool = _merged(near, by_overlap)
     weights = st.lexical.weights(pool, hidden=unsaid)
     cands = []
     for k in pool:
@@ -363,6 +364,11 @@ def candidate_pool(st: NamespaceState, m: Message, unsaid: Sequence[str] = (), s
     if m.id not in st.msg_vectors or m.id not in st.lexical:
         return []
     near, by_overlap = _nearest_earlier(st, m, unsaid, size)
+    return _merged(near, by_overlap)
+
+
+def _merged(near: Sequence[tuple[str, float]], by_overlap: Sequence[tuple[str, float]]) -> list[str]:
+    """The pool's order: the nearest by vector, then those by rare words not among them."""
     return list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
 
 
@@ -402,7 +408,7 @@ def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) 
     return list(dict.fromkeys(near + by_overlap))
 
 
-def _linkable_fragments(
+def linkable_fragments(
     st: NamespaceState, idx: BuildIndex, mid: str, but: str, superseded: bool = False
 ) -> list[str]:
     """The fragments holding message ``mid`` other than ``but`` that an update may link: the active ones,
