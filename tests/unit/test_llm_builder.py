@@ -65,7 +65,7 @@ def good_answer(step: str, ctx: dict) -> dict:
             "summaries": [
                 {
                     "f": f["f"],
-                    "summary": f["lines"][0].split(": ", 1)[1],
+                    "summary": f["lines"][0].split(": ", 1)[1] + where_it_is(f["lines"]),
                     "keywords": f["lines"][0].split(": ", 1)[1].lower().split()[:3],
                 }
                 for f in ctx["fragments"]
@@ -88,6 +88,11 @@ def good_answer(step: str, ctx: dict) -> dict:
             rels.append({"source": "Rex", "relation": "goes to", "target": "Elm Street"})
         return {"entities": ents, "relations": rels}
     return {"judgements": []}
+
+
+def where_it_is(lines: list[str]) -> str:
+    """What a good summary adds to its fragment's first line: the place a later line names."""
+    return " The clinic is on Elm Street." if any("Elm Street" in ln for ln in lines[1:]) else ""
 
 
 class Router:
@@ -158,7 +163,7 @@ def test_valid_answers_build_the_models_hierarchy_with_one_call_per_step():
     g = mem.graph("u1")
     frag = g.get("f:m04")
     assert frag.source_ids == ["m04", "m05", "m06"]
-    assert frag.summary == "My beagle Rex needs a vet appointment for his vaccines."
+    assert frag.summary.endswith("for his vaccines. The clinic is on Elm Street.")
     assert g.hierarchy_path("f:m04")[:2] == ["Pets", "Rex's vet visits"]
     rel = [e for e in g.edges(EdgeKind.RELATION) if e.label == "goes_to"]
     assert [(g.get(e.src).label, g.get(e.dst).label) for e in rel] == [("Rex", "Elm Street")]
@@ -191,6 +196,20 @@ def test_summary_that_drops_a_number_is_repaired_not_retried():
     assert mem.graph("u1").get("f:m01").summary == "The user's refund has not arrived (1234)"
     st = builder.last_usage.steps["summarise"]
     assert (st.calls, st.retries, st.repaired, st.fallbacks) == (1, 0, 1, 0)
+
+
+def test_summary_that_drops_a_name_gets_it_back():
+    vague = [{"f": f, "summary": "Plans were made", "keywords": []} for f in (1, 2, 3)]
+    router = Router(
+        summarise=[{"summaries": [{"f": 0, "summary": "A refund is late (1234)", "keywords": []}, *vague]}]
+    )
+    mem, builder, _ = build(router)
+    g = mem.graph("u1")
+    assert g.get("f:m04").summary == "Plans were made (Rex, Elm Street)"
+    assert g.get("f:m07").summary == "Plans were made (Lisbon)"
+    assert g.get("f:m10").summary == "Plans were made"  # no name in it: nothing to put back
+    assert g.get("f:m01").summary == "A refund is late (1234)"
+    assert builder.last_usage.steps["summarise"].repaired == 1
 
 
 # ------------------------------------------------------------------------------ malformed and truncated

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..state import NamespaceState
     from .prompts import RelationItem
 
-__all__ = ["EntityMention", "extract_entities", "find_entities"]
+__all__ = ["EntityMention", "extract_entities", "find_entities", "named_in"]
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 # A name's letters are word characters save Chinese ones: "好的，Acme的报价改成…" names Acme, not the clause.
@@ -265,6 +265,22 @@ def extract_entities(
                 seen.setdefault(key, EntityMention(key, name))
         out.append(list(seen.values()))
     return out
+
+
+def named_in(messages: list[Message]) -> list[str]:
+    """The names the messages mention, in order of first mention, each once; their speakers left
+    out (a speaker is in every fragment they talk in, so a summary need not repeat them).
+
+    >>> named_in([Message("1", "Ana", "We told Acme about Plan B. Ana will call Acme.", None)])
+    ['Acme', 'Plan B']
+    """
+    speakers = {normalise_name(m.speaker) for m in messages}
+    seen: dict[str, str] = {}
+    for mentions in extract_entities([m.text for m in messages]):
+        for e in mentions:
+            if e.key not in speakers:
+                seen.setdefault(e.key, e.name)
+    return list(seen.values())
 
 
 def find_entities(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import names, normalise_name
+from ..text import has_cjk, names, normalise_name
 from .prompts import AbstractAnswer, EntitiesAnswer, SegmentAnswer, SummariseAnswer, UpdatesAnswer
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "check_segments",
     "check_summaries",
     "check_updates",
+    "holds_name",
     "numbers_in",
 ]
 
@@ -34,6 +35,16 @@ def numbers_in(text: str) -> list[str]:
     ['40', '12.50', '5/3']
     """
     return list(dict.fromkeys(_NUMBER.findall(text)))
+
+
+def holds_name(text: str, name: str) -> bool:
+    """Does ``text`` name ``name``: as a whole word, or anywhere for a Chinese name (Chinese has no
+    word boundaries)?
+
+    >>> holds_name("Ana met Rexford", "Rex"), holds_name("张伟说好的", "张伟")
+    (False, True)
+    """
+    return name in text if has_cjk(name) else names(text, name)
 
 
 def check_segments(ans: SegmentAnswer, n: int) -> tuple[SegmentAnswer, list[str], bool]:
@@ -52,23 +63,28 @@ def check_segments(ans: SegmentAnswer, n: int) -> tuple[SegmentAnswer, list[str]
 
 
 def check_summaries(
-    ans: SummariseAnswer, texts: dict[int, str], max_keywords: int
+    ans: SummariseAnswer,
+    texts: dict[int, str],
+    max_keywords: int,
+    key_names: dict[int, list[str]] | None = None,
 ) -> tuple[SummariseAnswer, list[str], bool]:
-    """Every fragment summarised once; lost numbers are put back, keywords cleaned.
+    """Every fragment summarised once; lost names (``key_names``: a fragment's names, in order) and
+    lost numbers are put back, keywords cleaned: no summary loses key entities or numbers.
 
     >>> a = SummariseAnswer.model_validate(
-    ...     {"summaries": [{"f": 0, "summary": "Ana wants seats", "keywords": ["Seats", ""]}]}
+    ...     {"summaries": [{"f": 0, "summary": "The user wants seats", "keywords": ["Seats", ""]}]}
     ... )
-    >>> fixed, errors, was_fixed = check_summaries(a, {0: "Ana: 40 seats please"}, 4)
+    >>> fixed, errors, was_fixed = check_summaries(a, {0: "Ana: 40 seats at Acme"}, 4, {0: ["Acme"]})
     >>> fixed.summaries[0].summary, fixed.summaries[0].keywords, errors, was_fixed
-    ('Ana wants seats (40)', ['seats'], [], True)
+    ('The user wants seats (Acme, 40)', ['seats'], [], True)
     """
     seen, errors = _first_per_fragment(ans.summaries, list(texts), "summaries")
     if errors:
         return ans, errors, False
     fixed = len(seen) != len(ans.summaries)  # repeated entries were dropped
     for f, s in seen.items():
-        lost = [x for x in numbers_in(texts[f]) if x not in s.summary][:3]
+        lost_names = [n for n in (key_names or {}).get(f, []) if not holds_name(s.summary, n)][:3]
+        lost = lost_names + [x for x in numbers_in(texts[f]) if x not in s.summary][:3]
         if lost:
             s.summary = f"{s.summary.rstrip('.')} ({', '.join(lost)})"
             fixed = True

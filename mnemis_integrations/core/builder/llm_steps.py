@@ -28,7 +28,7 @@ from ..protocols import ChatModel
 from ..text import format_date, normalise_name
 from . import prompts as P
 from .abstract import Placement, ReviewHook
-from .entities import EntityMention, find_entities
+from .entities import EntityMention, find_entities, named_in
 from .llm_checks import check_entities, check_placements, check_segments, check_summaries, check_updates
 from .llm_structured import Usage, ask
 from .segment import segment
@@ -195,11 +195,12 @@ class LLMSummariser:
             bodies = {j: [calls.line(m) for m in texts[k]] for j, k in enumerate(b)}
             ctx: P.SummariseContext = {"fragments": [{"f": j, "lines": ls} for j, ls in bodies.items()]}
             joined = {j: "\n".join(ls) for j, ls in bodies.items()}
+            key_names = {j: named_in(texts[k]) for j, k in enumerate(b)}
             ans = calls.ask(
                 "summarise",
                 P.summarise_messages(ctx),
                 P.SummariseAnswer,
-                lambda a: check_summaries(a, joined, self.cfg.keywords_per_fragment),
+                lambda a: check_summaries(a, joined, self.cfg.keywords_per_fragment, key_names),
             )
             if ans is None:
                 return
