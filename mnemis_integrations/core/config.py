@@ -176,7 +176,13 @@ class SemanticConfig(_Frozen):
 class RelationConfig(_Frozen):
     """Path 2: entities in the query, then a bounded traversal scored 1/(1+d)."""
 
-    max_hops: int = Field(2, ge=1, le=5)
+    max_hops: int = Field(
+        2,
+        ge=1,
+        le=3,
+        description="How far the traversal walks from a query's entities: at most 3 hops (SPEC: bounded to "
+        "2-3), so far leftovers do not fill the results.",
+    )
     edge_kinds: tuple[EdgeKind, ...] = Field(
         (EdgeKind.MENTIONS, EdgeKind.RELATION, EdgeKind.UPDATES, EdgeKind.REFERENCES, EdgeKind.BELONGS_TO),
         description="Edge kinds the traversal may walk; the rest are skipped.",

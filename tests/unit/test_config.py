@@ -15,6 +15,7 @@ from mnemis_integrations.core.recipes import DEFAULT
         ({"fusion": {"alpha_rul": "fixed"}}, "alpha_rul"),
         ({"fusion": {"newer_first": 1.5}}, "newer_first"),
         ({"fusion": {"alpha_rule": "loudest"}}, "alpha_rule"),
+        ({"relation": {"max_hops": 4}}, "max_hops"),  # SPEC: the traversal is bounded to 2-3 hops
     ],
 )
 def test_a_misspelt_or_out_of_range_setting_is_refused_not_ignored(sections, complaint):

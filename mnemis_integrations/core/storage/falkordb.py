@@ -173,7 +173,7 @@ _Q_HOPS = {
         "WHERE n.kind IN $hierarchy AND all(r IN relationships(p) WHERE r.kind IN $kinds) "
         "RETURN sid, n.id, min(length(p))"
     )
-    for h in range(1, 6)
+    for h in range(1, 4)  # RelationConfig.max_hops' range
 }
 
 
@@ -424,7 +424,7 @@ class FalkorDBStore:
         edges of ``kinds`` (either direction): the relation path's traversal, run in FalkorDB."""
         if not seeds or not self._exists(_PREFIX + namespace):
             return {}
-        q = _Q_HOPS[max(1, min(5, max_hops))]
+        q = _Q_HOPS[max(1, min(len(_Q_HOPS), max_hops))]
         rows = (
             self._db.select_graph(_PREFIX + namespace)
             .ro_query(q, {"seeds": list(seeds), "kinds": list(kinds), "hierarchy": list(hierarchy)})
