@@ -91,12 +91,11 @@ def update_accuracy(graph: MemoryGraph, supersessions: Sequence[Supersession]) -
     demoted = [n for n in fragments if n.status == Status.SUPERSEDED]
     false = sum(1 for n in demoted if not old_messages.intersection(n.source_ids))
     # An edge from a fragment to itself would stand for them: the test an edge's ends get.
-    within = {
-        i
-        for n in fragments
-        if n.status != Status.ARCHIVED
-        for i in _correct(set(n.source_ids), set(n.source_ids), supersessions)
-    }
+    within: set[int] = set()
+    for n in fragments:
+        if n.status != Status.ARCHIVED:
+            ids = set(n.source_ids)
+            within.update(_correct(ids, ids, supersessions))
     return {
         "edges": edges,
         "correct": correct,

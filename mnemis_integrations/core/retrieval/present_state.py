@@ -429,12 +429,12 @@ def current_state_first(
 
     about: dict[str, bool] = {}
 
-    def about_the_match(old: str) -> bool:
+    def about_the_match(old: str, links: Sequence[Edge] | None = None) -> bool:
         # A fragment holds several matters; its link may concern another than the one the query matched
         # ("keys pushed to 31 May" replacing a line of the fragment a question about the van hit). Asked
-        # by both `leads` and the hold below, once per superseded hit.
+        # by both `leads` and the hold below, once per superseded hit; ``links``: its links, read already.
         if old not in about:
-            about[old] = message_scores is None or _replaced_best_match(q, old, message_scores)
+            about[old] = message_scores is None or _replaced_best_match(q, old, message_scores, links)
         return about[old]
 
     def leads(new: str, old: str) -> bool:
@@ -446,7 +446,7 @@ def current_state_first(
             own = _branch(q, new, links)
             if own:
                 return _replaced_best_match(q, old, message_scores, own)
-        if about_the_match(old):
+        if about_the_match(old, links if message_scores is not None else None):
             return True
         new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
         if new_score < share * old_score:
