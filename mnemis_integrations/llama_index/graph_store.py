@@ -41,7 +41,9 @@ from llama_index.core.vector_stores.types import (
 )
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 
+from ..core.builder.relation_sources import read_status
 from ..core.engine import check_count, search_options
+from ..core.graph import edge_key
 from ..core.messages import coerce_messages, utc_now
 from ..core.model import Edge, Node, NodeKind
 from ..errors import NamespaceNotFoundError
@@ -220,15 +222,14 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
                 cache[node_id] = self._to_llama(g.get(node_id))
             return cache[node_id]
 
+        status = read_status(g, edges)  # a relation read from replaced messages says so
         for edge in edges:
             src, dst = lnode(edge.src), lnode(edge.dst)
-            rel = Relation(
-                label=relation_label(edge),
-                source_id=src.id,
-                target_id=dst.id,
-                properties=relation_properties(edge, edge.properties),
-            )
-            yield src, rel, dst
+            properties = relation_properties(edge, edge.properties)
+            if edge_key(edge) in status:
+                properties["status"] = status[edge_key(edge)].value
+            label = relation_label(edge)
+            yield src, Relation(label=label, source_id=src.id, target_id=dst.id, properties=properties), dst
 
     @staticmethod
     def _named(g: MemoryGraph, lid: str) -> list[Node]:

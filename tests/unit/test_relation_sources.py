@@ -231,3 +231,64 @@ def test_the_llama_index_store_shows_none_of_the_bookkeeping():
     assert triplets and any(r.label == "called" for _, r, _ in triplets)
     shown = [n.properties for n in nodes] + [p.properties for t in triplets for p in t]
     assert not [k for props in shown for k in props if k in {RELATIONS_READ, READ_COUNTS, READ_FROM}]
+
+
+def _superseding(mem: MnemisMemory, message_ids: set[str], namespace: str = "u") -> None:
+    """Every fragment holding one of ``message_ids`` marked replaced by the one holding ``kept``."""
+    from mnemis_integrations.core.maintenance.supersede import supersede
+
+    def change(g):
+        new = next(f for f in g.nodes(NodeKind.FRAGMENT) if "kept" in f.source_ids)
+        for f in g.nodes(NodeKind.FRAGMENT):
+            if message_ids.intersection(f.source_ids):
+                supersede(g, old_id=f.id, new_id=new.id, when=T0 + timedelta(days=30))
+
+    mem.apply_journaled(change, namespace=namespace)
+
+
+def test_a_relation_is_superseded_once_every_fragment_it_was_read_from_is():
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    mem = filled()
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u")
+
+    def status() -> str:
+        called = next(r for _, r, _ in store.get_triplets(entity_names=["Nadia"]) if r.label == "called")
+        return called.properties["status"]
+
+    assert status() == "active"
+    _superseding(mem, {"m1", "m2"})  # the first fragment's calls replaced; the second's still hold
+    assert status() == "active"
+    _superseding(mem, {"m3", "m4"})
+    assert status() == "superseded"
+    assert store.get_triplets(properties={"status": "superseded"})
+
+
+def test_a_relation_written_by_hand_has_no_status_and_a_reopened_store_gives_the_same(tmp_path):
+    from llama_index.core.graph_stores.types import EntityNode, Relation
+
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    path = tmp_path / "m.db"
+    mem = filled(path)
+    _superseding(mem, {"m1", "m2", "m3", "m4"})
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u")
+    store.upsert_nodes([EntityNode(name="Ann"), EntityNode(name="Tea")])
+    store.upsert_relations([Relation(label="LIKES", source_id="Ann", target_id="Tea")])
+    reopened = MnemisPropertyGraphStore(memory=MnemisMemory(path, embedder=HashingEmbedder()), namespace="u")
+    for s in (store, reopened):
+        by_label = {r.label: r.properties for _, r, _ in s.get_triplets(entity_names=["Nadia", "Ann"])}
+        assert by_label["called"]["status"] == "superseded"
+        assert "status" not in by_label["LIKES"]
+
+
+def test_compaction_leaves_a_relation_the_status_its_fragments_had():
+    from mnemis_integrations.llama_index import MnemisPropertyGraphStore
+
+    mem = filled()
+    _superseding(mem, {"m1", "m2", "m3", "m4"})
+    report = mem.compact(before=(T0 + timedelta(days=10)).isoformat(), namespace="u")
+    assert report.fragments_archived >= 2  # the calls' fragments now lie in an archive
+    store = MnemisPropertyGraphStore(memory=mem, namespace="u")
+    called = [r for _, r, _ in store.get_triplets(entity_names=["Nadia"]) if r.label == "called"]
+    assert [r.properties["status"] for r in called] == ["superseded"]

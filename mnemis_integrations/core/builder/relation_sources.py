@@ -22,8 +22,9 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from ..graph import MemoryGraph
-from ..model import Edge, Node, NodeKind
+from ..graph import EdgeKey, MemoryGraph, edge_key
+from ..model import Edge, EdgeKind, Node, NodeKind, Status
+from ..temporal import status_at
 
 __all__ = [
     "READ_COUNTS",
@@ -34,6 +35,7 @@ __all__ = [
     "merged_sources",
     "read_again",
     "read_from",
+    "read_status",
     "records_sources",
     "sources_after",
     "strip_records",
@@ -201,3 +203,37 @@ def read_from(graph: MemoryGraph, edge: Edge) -> list[str]:
             if any(r[3] in tokens for r in records):
                 out.append(mid)
     return list(dict.fromkeys(out))
+
+
+def read_status(graph: MemoryGraph, edges: Iterable[Edge]) -> dict[EdgeKey, Status]:
+    """Edge key -> status, for each relation among ``edges`` that records what it was read from: superseded
+    once every fragment it was read from is (a fragment compaction archived counts as what it was before),
+    active otherwise. A relation read from messages whose fact was replaced is no current fact either, though
+    the edge stays for the entities it joins. One that records nothing (written by hand) gets no status.
+    A scan of every fragment, for reads, never on a hot path."""
+    wanted = [e for e in edges if e.kind == EdgeKind.RELATION and records_sources(e.properties)]
+    if not wanted:
+        return {}
+    tokens = {t for e in wanted for t in e.properties.get(READ_COUNTS, {})}
+    listed = {m for e in wanted for m in e.properties.get(READ_FROM, ())}
+    by_token: dict[str, list[Status]] = {}
+    by_message: dict[str, list[Status]] = {}
+    for frag in graph.nodes(NodeKind.FRAGMENT):
+        standing = status_at(graph, frag, None, include_archived=True)
+        if standing is None:  # an overview: its originals hold the records
+            continue
+        for records in frag.properties.get(RELATIONS_READ, {}).values():
+            for *_, token in records:
+                if token in tokens:
+                    by_token.setdefault(token, []).append(standing)
+        for mid in listed.intersection(frag.source_ids):
+            by_message.setdefault(mid, []).append(standing)
+    out: dict[EdgeKey, Status] = {}
+    for e in wanted:
+        seen = [s for t in e.properties.get(READ_COUNTS, {}) for s in by_token.get(t, ())]
+        seen += [s for m in e.properties.get(READ_FROM, ()) for s in by_message.get(m, ())]
+        if seen:
+            out[edge_key(e)] = (
+                Status.SUPERSEDED if all(s == Status.SUPERSEDED for s in seen) else Status.ACTIVE
+            )
+    return out
