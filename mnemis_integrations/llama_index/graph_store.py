@@ -226,8 +226,9 @@ class MnemisPropertyGraphStore(PropertyGraphStore):
         for edge in edges:
             src, dst = lnode(edge.src), lnode(edge.dst)
             properties = relation_properties(edge, edge.properties)
-            if edge_key(edge) in status:
-                properties["status"] = status[edge_key(edge)].value
+            read = status.get(edge_key(edge))
+            if read is not None:
+                properties["status"] = read.value
             label = relation_label(edge)
             yield src, Relation(label=label, source_id=src.id, target_id=dst.id, properties=properties), dst
 

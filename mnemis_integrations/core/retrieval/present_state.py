@@ -446,7 +446,7 @@ def current_state_first(
             own = _branch(q, new, links)
             if own:
                 return _replaced_best_match(q, old, message_scores, own)
-        if about_the_match(old, links if message_scores is not None else None):
+        if about_the_match(old, links):  # without message scores it reads no links
             return True
         new_score, old_score = fused.scores.get(new, 0.0), fused.scores.get(old, 0.0)
         if new_score < share * old_score:
