@@ -593,11 +593,6 @@ def _names_as_seen(store: MnemisPropertyGraphStore) -> dict:
     }
 
 
-def _scanning(self: MemoryGraph, key: Callable[[Node], Hashable], values: Iterable[Hashable]) -> list[Node]:
-    wanted = set(values)
-    return [n for n in self.nodes() if key(n) in wanted]
-
-
 def test_names_looked_up_through_the_graphs_index_give_what_a_scan_gives(monkeypatch):
     """The same writes into two stores, the second through ``MnemisMemory.apply`` and finding every
     name by scanning the graph (the store's lookups before the index): the same graph, messages,
@@ -608,7 +603,7 @@ def test_names_looked_up_through_the_graphs_index_give_what_a_scan_gives(monkeyp
     seen = _names_as_seen(indexed)
     with monkeypatch.context() as m:
         m.setattr(scanned.memory, "apply_journaled", scanned.memory.apply)
-        m.setattr(MemoryGraph, "nodes_keyed", _scanning)
+        m.setattr(MemoryGraph, "nodes_keyed", _scanning_each)
         _writes_that_share_names(scanned)
         assert _names_as_seen(scanned) == seen
 

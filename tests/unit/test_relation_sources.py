@@ -14,6 +14,7 @@ from mnemis_integrations.core.builder.relation_sources import (
     READ_FROM,
     RELATIONS_READ,
     read_from,
+    read_status,
 )
 from mnemis_integrations.core.embedders import HashingEmbedder
 from mnemis_integrations.core.model import EdgeKind, NodeKind
@@ -292,3 +293,58 @@ def test_compaction_leaves_a_relation_the_status_its_fragments_had():
     store = MnemisPropertyGraphStore(memory=mem, namespace="u")
     called = [r for _, r, _ in store.get_triplets(entity_names=["Nadia"]) if r.label == "called"]
     assert [r.properties["status"] for r in called] == ["superseded"]
+
+
+def _status_by_scan(g) -> dict:
+    """Edge key -> status, read the long way: every fragment's records and messages, for every relation."""
+    from mnemis_integrations.core.graph import edge_key
+    from mnemis_integrations.core.model import Status
+    from mnemis_integrations.core.temporal import status_at
+
+    out = {}
+    for e in g.edges(EdgeKind.RELATION):
+        tokens, listed = set(e.properties.get(READ_COUNTS, {})), set(e.properties.get(READ_FROM, ()))
+        seen = [
+            status_at(g, f, None, include_archived=True)
+            for f in g.nodes(NodeKind.FRAGMENT)
+            for records in [
+                *[[r for r in rs if r[3] in tokens] for rs in f.properties.get(RELATIONS_READ, {}).values()],
+                [m for m in f.source_ids if m in listed],
+            ]
+            for _ in records
+        ]
+        seen = [x for x in seen if x is not None]
+        if seen:
+            out[edge_key(e)] = (
+                Status.SUPERSEDED if all(x == Status.SUPERSEDED for x in seen) else Status.ACTIVE
+            )
+    return out
+
+
+def test_the_status_read_from_the_graphs_index_follows_every_write_as_a_full_scan_does():
+    """read_status reads the fragments the graph files by their records and messages; the graph kept
+    between writes must give what reading every fragment gives, as records come, go and are replaced."""
+    mem = filled()
+
+    def both() -> tuple[dict, dict]:
+        def look(g):
+            return read_status(g, list(g.edges(EdgeKind.RELATION))), _status_by_scan(g)
+
+        return mem.read(look, namespace="u")
+
+    def called_status() -> str:
+        indexed, scanned = both()
+        assert indexed == scanned
+        return next(v.value for k, v in indexed.items() if k[:2] == ("e:nadia", "e:bruno"))
+
+    assert called_status() == "active"
+    _superseding(mem, {"m1", "m2", "m3", "m4"})
+    assert called_status() == "superseded"
+    mem.add_messages([said(5, 9000)], namespace="u")  # restated later: a record on a fragment in force
+    assert called_status() == "active"
+    mem.forget(["m5"], namespace="u")  # its record goes with it
+    assert called_status() == "superseded"
+    mem.apply(_as_the_previous_version_wrote_it, namespace="u")  # listed messages instead of records
+    assert called_status() == "superseded"
+    mem.add_messages([said(6, 9100)], namespace="u")
+    assert called_status() == "active"

@@ -193,24 +193,43 @@ def merged_sources(kept: dict, moved: dict) -> dict:
     return out
 
 
+def _tokens_recorded(node: Node) -> tuple[str, ...] | None:
+    """The tokens a fragment's records name (the key the graph files fragments under, for
+    :func:`read_from` and :func:`read_status`); None for any other node."""
+    records = node.properties.get(RELATIONS_READ) if node.kind == NodeKind.FRAGMENT else None
+    if not records:
+        return None
+    return tuple(dict.fromkeys(r[3] for rs in records.values() for r in rs))
+
+
+def _messages_held(node: Node) -> tuple[str, ...] | None:
+    """A fragment's message ids (the key for relations that list their messages); None for any other node."""
+    return tuple(node.source_ids) if node.kind == NodeKind.FRAGMENT else None
+
+
 def read_from(graph: MemoryGraph, edge: Edge) -> list[str]:
     """The ids of the messages a relation was read from, for inspection: its legacy list, then
-    the messages recorded under its tokens (a scan of every fragment, never on a hot path)."""
+    the messages recorded under its tokens. The graph files fragments by the tokens they record, so
+    this reads the fragments that restated the relation, not every fragment."""
     tokens = set(edge.properties.get(READ_COUNTS, {}))
     out = list(edge.properties.get(READ_FROM, ()))
-    for frag in graph.nodes(NodeKind.FRAGMENT):
+    for frag in graph.nodes_keyed(_tokens_recorded, tokens, each=True):
         for mid, records in frag.properties.get(RELATIONS_READ, {}).items():
             if any(r[3] in tokens for r in records):
                 out.append(mid)
     return list(dict.fromkeys(out))
 
 
-def read_status(graph: MemoryGraph, edges: Iterable[Edge]) -> dict[EdgeKey, Status]:
+def read_status(
+    graph: MemoryGraph, edges: Iterable[Edge], fragments: Iterable[Node] | None = None
+) -> dict[EdgeKey, Status]:
     """Edge key -> status, for each relation among ``edges`` that records what it was read from: superseded
     once every fragment it was read from is (a fragment compaction archived counts as what it was before),
     active otherwise. A relation read from messages whose fact was replaced is no current fact either, though
     the edge stays for the entities it joins. One that records nothing (written by hand) gets no status.
-    A scan of every fragment, for reads, never on a hot path."""
+    ``fragments``: the fragments to read; by default only those that recorded these relations or hold the
+    messages they list (the graph files fragments by both), so a call costs what the relations were read from,
+    not what the namespace holds."""
     wanted = [e for e in edges if e.kind == EdgeKind.RELATION and records_sources(e.properties)]
     if not wanted:
         return {}
@@ -218,7 +237,14 @@ def read_status(graph: MemoryGraph, edges: Iterable[Edge]) -> dict[EdgeKey, Stat
     listed = {m for e in wanted for m in e.properties.get(READ_FROM, ())}
     by_token: dict[str, list[Status]] = {}
     by_message: dict[str, list[Status]] = {}
-    for frag in graph.nodes(NodeKind.FRAGMENT):
+    if fragments is None:
+        found = {n.id: n for n in graph.nodes_keyed(_tokens_recorded, tokens, each=True)}
+        if listed:
+            found.update((n.id, n) for n in graph.nodes_keyed(_messages_held, listed, each=True))
+        fragments = found.values()
+    for frag in fragments:
+        if frag.kind != NodeKind.FRAGMENT:
+            continue
         standing = status_at(graph, frag, None, include_archived=True)
         if standing is None:  # an overview: its originals hold the records
             continue
