@@ -27,6 +27,7 @@ __all__ = [
     "keyword_terms",
     "lexical_terms",
     "names",
+    "says_name",
     "normalise_name",
     "query_terms",
     "text_cache",
@@ -468,6 +469,20 @@ def names(text: str, name: str) -> bool:
     (True, False)
     """
     return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def says_name(text: str, name: str) -> bool:
+    """Does ``text`` say ``name``, case aside: as a whole word, or anywhere for a Chinese name
+    (Chinese has no word boundaries, so "张伟说" says 张伟)?
+
+    >>> says_name("Ana met Rexford", "Rex"), says_name("张伟说好的", "张伟")
+    (False, True)
+    >>> says_name("ACME公司到了", "acme公司")
+    True
+    """
+    if has_cjk(name):
+        return re.search(re.escape(name), text, re.IGNORECASE) is not None
+    return names(text, name)
 
 
 def tokenize(text: str) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TypeVar
 
-from ..text import has_cjk, names, normalise_name
+from ..text import names, normalise_name, says_name
 from .prompts import AbstractAnswer, EntitiesAnswer, SegmentAnswer, SummariseAnswer, UpdatesAnswer
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "check_segments",
     "check_summaries",
     "check_updates",
-    "holds_name",
     "numbers_in",
 ]
 
@@ -35,16 +34,6 @@ def numbers_in(text: str) -> list[str]:
     ['40', '12.50', '5/3']
     """
     return list(dict.fromkeys(_NUMBER.findall(text)))
-
-
-def holds_name(text: str, name: str) -> bool:
-    """Does ``text`` name ``name``: as a whole word, or anywhere for a Chinese name (Chinese has no
-    word boundaries)?
-
-    >>> holds_name("Ana met Rexford", "Rex"), holds_name("张伟说好的", "张伟")
-    (False, True)
-    """
-    return name in text if has_cjk(name) else names(text, name)
 
 
 def check_segments(ans: SegmentAnswer, n: int) -> tuple[SegmentAnswer, list[str], bool]:
@@ -83,7 +72,7 @@ def check_summaries(
         return ans, errors, False
     fixed = len(seen) != len(ans.summaries)  # repeated entries were dropped
     for f, s in seen.items():
-        lost_names = [n for n in (key_names or {}).get(f, []) if not holds_name(s.summary, n)][:3]
+        lost_names = [n for n in (key_names or {}).get(f, []) if not says_name(s.summary, n)][:3]
         lost = lost_names + [x for x in numbers_in(texts[f]) if x not in s.summary][:3]
         if lost:
             s.summary = f"{s.summary.rstrip('.')} ({', '.join(lost)})"

@@ -21,7 +21,6 @@ engine then writes the change and purges the store, so no byte of the text remai
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
@@ -50,7 +49,7 @@ from ..indexes.entities import entity_keys
 from ..model import Edge, EdgeKind, Message, Node, NodeKind, Status
 from ..state import NamespaceState
 from ..temporal import ARCHIVED_FROM, ARCHIVED_IN, OVERVIEW_OF, is_overview
-from ..text import has_cjk, normalise_name
+from ..text import normalise_name, says_name
 from .compaction import refresh_overview
 from .health import SPLIT_FROM
 from .supersede import REPLACED, REPLACED_BY
@@ -330,12 +329,6 @@ def _index_names_held_elsewhere(st: NamespaceState, names: dict[str, tuple[str, 
         st.index_entities()
 
 
-def _says(text: str, name: str) -> bool:
-    """Does ``text`` name ``name`` (as a whole word, outside Chinese)?"""
-    pattern = re.escape(name) if has_cjk(name) else rf"(?<!\w){re.escape(name)}(?!\w)"
-    return re.search(pattern, text, re.IGNORECASE) is not None
-
-
 def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: list[Message]) -> None:
     """An alias a kept entity took from a merged duplicate (``rebalance``) goes when only forgotten
     messages said it: the entity stays for its other mentions, the spelling was the forgotten text's."""
@@ -347,13 +340,15 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
         said = {
             a
             for a in node.aliases
-            if any(a.lower() == m.speaker.lower() or _says(m.text, a) for m in messages)
+            if any(a.lower() == m.speaker.lower() or says_name(m.text, a) for m in messages)
         }
         if not said:
             continue
         remaining = [m for e in g.in_edges(eid, EdgeKind.MENTIONS) for m in st.fragment_messages(e.src)]
         gone = {
-            a for a in said if not any(a.lower() == m.speaker.lower() or _says(m.text, a) for m in remaining)
+            a
+            for a in said
+            if not any(a.lower() == m.speaker.lower() or says_name(m.text, a) for m in remaining)
         }
         if gone:
             node.aliases = [a for a in node.aliases if a not in gone]
@@ -399,7 +394,7 @@ def _rename_entities_only_forgotten_named(
 
 
 def _said_by(m: Message, name: str) -> bool:
-    return name.lower() == m.speaker.lower() or _says(m.text, name)
+    return name.lower() == m.speaker.lower() or says_name(m.text, name)
 
 
 def _summaries_quoting(st: NamespaceState, old: str, new: str, label: str, cfg: BuildConfig) -> list[str]:
@@ -422,7 +417,7 @@ def _summaries_quoting(st: NamespaceState, old: str, new: str, label: str, cfg: 
                 for mid, rs in records.items()
             }
             g.touch(frag.id)
-        if is_overview(frag) or not _says(frag.summary, label):
+        if is_overview(frag) or not says_name(frag.summary, label):
             continue  # an overview's summary names no entity
         labels = [g.get(m.dst).label for m in g.out_edges(frag.id, EdgeKind.MENTIONS)]
         summary = summary_line(st.fragment_messages(frag.id), labels, frag.keywords)
