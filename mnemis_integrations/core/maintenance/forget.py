@@ -337,19 +337,11 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
         if not g.has(eid):
             continue
         node = g.get(eid)
-        said = {
-            a
-            for a in node.aliases
-            if any(a.lower() == m.speaker.lower() or says_name(m.text, a) for m in messages)
-        }
+        said = {a for a in node.aliases if any(_said_by(m, a) for m in messages)}
         if not said:
             continue
         remaining = [m for e in g.in_edges(eid, EdgeKind.MENTIONS) for m in st.fragment_messages(e.src)]
-        gone = {
-            a
-            for a in said
-            if not any(a.lower() == m.speaker.lower() or says_name(m.text, a) for m in remaining)
-        }
+        gone = {a for a in said if not any(_said_by(m, a) for m in remaining)}
         if gone:
             node.aliases = [a for a in node.aliases if a not in gone]
             g.touch(eid)
