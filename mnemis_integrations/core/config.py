@@ -535,6 +535,14 @@ class ContextConfig(_Frozen):
         le=1,
         description="`ranked`: each further message of a hit is worth this much of the one before it.",
     )
+    placed_first_message: bool = Field(
+        True,
+        description="`ranked`: a hit's best message is valued by the better of its rank by score and its "
+        "place in the list, so a hit a rule placed above better-scored hits (the state in force first) shows "
+        "it under a small budget; its further messages keep the value of its rank by score. Scenario suite, "
+        "incremental, off -> on: current state first on what a 256-token budget shows, held-out .750 -> "
+        ".796, tune .804 -> .849; budget recall within luck (BENCHMARKS.md, forty-eighth round).",
+    )
     # Tried on the scenario suite (`passes`): 1 message a hit, 3 + 4 hits per 1k tokens of budget:
     # scenario tune split +3.9 points of R@256, +1.4 of R@1024, but LoCoMo dev R@1024 -1.5 (multi-hop
     # -1.9) and holdout R@256 -0.2: not kept.

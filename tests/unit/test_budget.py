@@ -85,12 +85,27 @@ def test_ranked_values_hits_by_score_and_keeps_the_order_they_are_read_in():
     assert dict(fit_ranked(19, hits=read)) == dict(fit_ranked(19, hits=scored))
 
 
+def test_a_hit_placed_above_better_scored_hits_shows_its_best_message_first():
+    # C, the third by score, is read first (a rule placed the state in force there). By score alone a
+    # 6-character budget goes to A's best message; valued at its place, C's best message comes first.
+    scored = [replace(h, score=s) for h, s in zip(HITS, (0.9, 0.8, 0.7), strict=True)]
+    read = [scored[2], scored[0], scored[1]]
+    assert fit_ranked(6, hits=read, placed_first_message=False) == [("A", ("c",))]
+    assert fit_ranked(6, hits=read) == [("C", ("h",))]
+    # its further messages keep its rank by score: the room left goes to A's best, then B's, not to C's second
+    widened = fit_ranked(16, hits=read)
+    assert widened == [("C", ("h",)), ("A", ("c",)), ("B", ("e",))]
+    # a list in score order is fitted the same either way
+    assert fit_ranked(19, hits=scored) == fit_ranked(19, hits=scored, placed_first_message=False)
+
+
 def test_ranked_breaks_equal_values_by_score_rank_not_by_the_order_hits_are_read_in():
     scored = [replace(h, score=s) for h, s in zip(HITS, (0.9, 0.8, 0.7), strict=True)]
     read = [scored[1], scored[0], scored[2]]
     # c = 1, decay 0.5: A's second message and B's first are both worth 0.5; the better-scored hit's goes
-    # first, wherever the hits are read
-    settings = {"rank_discount": 1.0, "message_decay": 0.5}
+    # first, wherever the hits are read (B read first would otherwise have its best message valued at its
+    # place: placed_first_message, below)
+    settings = {"rank_discount": 1.0, "message_decay": 0.5, "placed_first_message": False}
     assert dict(fit_ranked(10, hits=scored, **settings)) == {"A": ("a", "c")}
     assert dict(fit_ranked(10, hits=read, **settings)) == {"A": ("a", "c")}
 

@@ -164,6 +164,9 @@ def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
         places = len(hit.focus) if packing.narrowable(i) else 1
         value = -(c / (rank[i] + c))
         units += [(deferred, value * decay**place, rank[i], place, i) for place in range(places)]
+        if config.placed_first_message and i < rank[i]:
+            # placed above better-scored hits: its best message counts at its place in the list
+            units[-places] = (deferred, -(c / (i + c)), i, 0, i)
     for _deferred, _value, _rank, place, i in sorted(units):
         if not packing.narrowable(i):
             packing.attempt(i, None)
