@@ -9,7 +9,9 @@ between places and depth:
 - ``ranked`` (default): every message of every hit competes for the budget by a value that
   falls with the hit's rank by score, ``c / (rank + c)``, and with the message's place in the hit's
   ``focus`` (its match to the query), ``decay ** place``; the budget takes the most valuable
-  messages first, each hit showing a prefix of its focus. So the best hit's second message
+  messages first, each hit showing a prefix of its focus. A hit's best message counts at the hit's
+  place in the list when that is better (``placed_first_message``): a hit search placed above
+  better-scored ones (the state in force first) still shows it. So the best hit's second message
   competes with the next hit's first, and a low-ranked hit's best message with the top hits'
   weakest ones, whatever the budget.
 - ``passes``: three fixed passes. The first ``breadth_hits`` hits narrowed to their
@@ -153,9 +155,11 @@ def _fill_by_value(packing: _Packing, config: ContextConfig) -> None:
     passed over, and so are the rest of its hit's (a hit shows a prefix of its focus)."""
     c, decay = config.rank_discount, config.message_decay
     # A hit's rank is its place by score: a rule that only changes the order the first hits are read
-    # in (the end state first, retrieval.search) changes neither what they show nor what fits. Equal
-    # values (c = 3, decay 0.7: rank 7's first message and rank 4's second) go by that rank too, not
-    # by place in the list.
+    # in (the end state first, retrieval.search) does not change how deep each is shown. Only its best
+    # message, with ``placed_first_message``, counts at its place in the list when that is better, so a
+    # hit placed above better-scored ones is not left out of a small budget that shows the state it
+    # replaced. Equal values (c = 3, decay 0.7: rank 7's first message and rank 4's second) go by that
+    # rank too, not by place in the list.
     by_score = sorted(range(len(packing.hits)), key=lambda i: (-packing.hits[i].score, i))
     rank = {i: r for r, i in enumerate(by_score)}
     units: list[tuple[bool, float, int, int, int]] = []
