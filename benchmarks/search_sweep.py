@@ -14,7 +14,8 @@ on identical graphs in a fraction of the time. With no ``--set`` only the defaul
 the figures equal the bench's. Vectors are cached (``--cache``) under the embedder's id.
 
 Prints, per setting, split (tune / holdout) and question class: budget recall at 256 / 512 / 1,024 /
-2,048 tokens (the engine's own budget fitting), current-state-first, MRR and R@5; then, per split and
+2,048 tokens (the engine's own budget fitting), current-state-first (on the list, and on what a 256- and a
+512-token budget show: CSF@256, CSF@512), MRR and R@5; then, per split and
 per split and language alike, the build's ``updates`` links against the annotated supersessions (graph after
 the last message, scored as the bench scores them), so that a ``--build`` change shows its links too.
 ``--bulk`` ingests each conversation whole and then asks every question, as ``mnemis bench scenarios
@@ -59,6 +60,7 @@ from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
 from mnemis_integrations.evaluation.structure import combine, scenario_structure  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
+CSF_BUDGETS = (256, 512)
 LOCOMO_MULTI_HOP, LOCOMO_ADVERSARIAL = 1, 5
 CSF = EXTRA_METRICS["current_state_first"]
 
@@ -70,6 +72,8 @@ def ask(memory: MnemisMemory, config: MemoryConfig, q: Any, conv: Any, k: int) -
     for b in BUDGETS:
         fitted = memory.fit_to_budget(hits, b, config=config, query=q.text)
         out[f"R@{b}"] = metrics.budget_recalls([str(h.text) for h in fitted], evidence, [b], count_tokens)[b]
+        if b in CSF_BUDGETS:  # the state in force as the reader meets it: within what the budget shows
+            out[f"CSF@{b}"] = CSF(q, fitted, conv)
     out["CSF"] = CSF(q, hits, conv)
     # The order a reader meets the evidence in: rules that move hits (the end state first) show here, and in
     # what the first five hits hold (a reorder of the first six can push evidence out of them).
@@ -232,18 +236,21 @@ def run_locomo(
 
 def report(table: dict) -> str:
     lines = [
-        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) | MRR | R@5 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| setting | split / conversation | class | R@256 | R@512 | R@1024 | R@2048 | CSF (n) "
+        "| CSF@256 / 512 | MRR | R@5 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, cells in table.items():
         for (split, cls), m in sorted(
             cells.items(), key=lambda x: (x[0][0] != "tune", x[0][1] != "overall", x[0][1])
         ):
             avg = {key: sum(v) / len(v) for key, v in m.items() if v}
+            in_budget = " / ".join(f"{avg.get(f'CSF@{b}', 0):.3f}" for b in CSF_BUDGETS)
             lines.append(
                 f"| {name} | {split} | {cls} | "
                 + " | ".join(f"{avg.get(f'R@{b}', 0):.3f}" for b in BUDGETS)
-                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))}) | {avg.get('MRR', 0):.3f}"
+                + f" | {avg.get('CSF', 0):.3f} ({len(m.get('CSF', []))})"
+                + f" | {in_budget} | {avg.get('MRR', 0):.3f}"
                 + f" | {avg.get('R@5', 0):.3f} |"
             )
     return "\n".join(lines)

@@ -157,10 +157,12 @@ def test_the_sweep_reports_mrr_and_r_at_5_beside_recall_and_current_state_first(
     for b in sweep.BUDGETS:
         cell[f"R@{b}"] += [1.0, 0.5]
     cell["CSF"] += [1.0, 0.0]
+    cell["CSF@256"] += [0.0, 0.0]
+    cell["CSF@512"] += [1.0]
     cell["MRR"] += [1.0, 0.25]
     cell["R@5"] += [0.5, 0.0]
     row = sweep.report(table).splitlines()[-1]
-    assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.625 | 0.250 |")
+    assert row.endswith("| 0.750 | 0.750 | 0.750 | 0.750 | 0.500 (2) | 0.000 / 1.000 | 0.625 | 0.250 |")
 
 
 def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
