@@ -94,5 +94,9 @@ def _current_state_first_metric(question: Question, hits: Sequence[Any], conv: C
     return None if outcome is None else float(outcome)
 
 
+# Read on the list, and (``<name>@<budget>``) on what each budget shows: the state in force must reach the
+# reader within the context, not only high in the list.
+_current_state_first_metric.per_budget = True  # type: ignore[attr-defined]
+
 # name -> (question, hits best first, conversation) -> float | None, for run_benchmark(extra_metrics=...).
 EXTRA_METRICS = {"current_state_first": _current_state_first_metric}

@@ -24,6 +24,7 @@ __all__ = [
     "budget_recall",
     "budget_recalls",
     "equal_top5",
+    "hits_within",
     "normalise_text",
     "pack_context",
     "percentile",
@@ -135,6 +136,20 @@ def budget_recalls(
         >>> budget_recalls(["x y", "a b c"], ["a b c"], [2, 4, 5], words)
         {2: 0.0, 4: 0.0, 5: 1.0}
     """
+    shown = hits_within(hit_texts, budgets, count)
+    return {b: _found(hit_texts[: shown[b]], evidence_texts) for b in budgets}
+
+
+def hits_within(
+    hit_texts: Sequence[str], budgets: Sequence[int], count: TokenCounter | None = None
+) -> dict[int, int]:
+    """Budget -> how many of the first hits a reader gets when they are appended in rank order while the
+    total stays within it (packing stops at the first hit that does not fit).
+
+    Examples:
+        >>> hits_within(["x y", "a b c"], [2, 4, 5], lambda s: len(s.split()))
+        {2: 1, 4: 1, 5: 2}
+    """
     count = count or _default_counter()
     sizes = []
     total = 0
@@ -148,7 +163,7 @@ def budget_recalls(
         n = 0
         while n < len(sizes) and sizes[n] <= b:
             n += 1
-        out[b] = _found(hit_texts[:n], evidence_texts)
+        out[b] = n
     return out
 
 

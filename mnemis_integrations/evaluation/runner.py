@@ -187,8 +187,13 @@ def _score(
     scores["recall@5"] = metrics.recall_at_k(sources, evidence, 5)
     scores["recall@10"] = metrics.recall_at_k(sources, evidence, 10)
     scores["mrr"] = metrics.reciprocal_rank(sources, evidence)
+    within = metrics.hits_within(texts, budgets, count) if fitted is None else {}
     for name, fn in extra.items():
         scores[name] = fn(question, hits, conv)
+        if getattr(fn, "per_budget", False):  # also read on what each budget shows the reader
+            for b in budgets:
+                shown = fitted[b] if fitted is not None else hits[: within[b]]
+                scores[f"{name}@{b}"] = fn(question, shown, conv)
     return scores
 
 

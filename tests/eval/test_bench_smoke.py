@@ -160,6 +160,33 @@ def test_runner_takes_generic_questions_with_string_categories_and_extra_metrics
     assert "current_state_first" in paths["markdown"].read_text()
 
 
+def test_a_per_budget_metric_is_also_read_on_what_each_budget_shows():
+    """An extra metric marked ``per_budget`` is scored on the list and, as ``<name>@<budget>``, on the
+    hits that fit each budget (rank-order packing for a flat system): a hit left out counts for none."""
+    t0 = datetime(2024, 1, 1, 9, 0)
+    long = "The launch plan was set for June with the offline team, the venue and the budget agreed. " * 3
+    messages = [
+        {"id": "m1", "speaker": "user", "text": long, "timestamp": t0},
+        {"id": "m2", "speaker": "user", "text": "Launch plan now online.", "timestamp": t0.replace(day=5)},
+    ]
+    q = Question("s1:q0", "What is the launch plan now?", ("m1", "m2"), "evolution")
+
+    def hits_seen(question, hits, conversation):
+        return float(len(hits))
+
+    hits_seen.per_budget = True
+    bench = Benchmark(
+        "scenarios", [Conversation("s1", messages, [q], turn_texts={m["id"]: m["text"] for m in messages})]
+    )
+    seen = {"seen": hits_seen}
+    result = run_benchmark(
+        bench, ["dense"], budgets=[10, 2000], k=2, embedder=HashingEmbedder(), extra_metrics=seen
+    )
+    overall = result["systems"]["dense"]["overall"]
+    assert overall["seen"] == 2.0 and overall["seen@2000"] == 2.0
+    assert overall["seen@10"] < 2.0  # the long message does not fit 10 tokens
+
+
 def test_a_system_with_its_own_budget_fitting_is_scored_on_it_and_its_plain_packing_is_reported():
     from types import SimpleNamespace
 
