@@ -51,6 +51,7 @@ from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation import metrics  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
+from mnemis_integrations.evaluation.scenario_report import CSF_BUDGETS  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
     benchmark_from_scenarios,
     default_suite_paths,
@@ -60,7 +61,6 @@ from mnemis_integrations.evaluation.streaming import stream_plan  # noqa: E402
 from mnemis_integrations.evaluation.structure import combine, scenario_structure  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
-CSF_BUDGETS = (256, 512)
 LOCOMO_MULTI_HOP, LOCOMO_ADVERSARIAL = 1, 5
 CSF = EXTRA_METRICS["current_state_first"]
 

@@ -31,7 +31,7 @@ METRIC_ALIASES = {
     "R@1024": "budget_recall@1024",
     "R@2048": "budget_recall@2048",
     "CSF": "current_state_first",
-    "CSF@256": "current_state_first@256",  # on what a 256-token budget shows (search_sweep.py)
+    "CSF@256": "current_state_first@256",  # on what a 256-token budget shows the reader
     "CSF@512": "current_state_first@512",
     "MRR": "mrr",
     "R@5": "recall@5",

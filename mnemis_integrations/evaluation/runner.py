@@ -187,13 +187,15 @@ def _score(
     scores["recall@5"] = metrics.recall_at_k(sources, evidence, 5)
     scores["recall@10"] = metrics.recall_at_k(sources, evidence, 10)
     scores["mrr"] = metrics.reciprocal_rank(sources, evidence)
-    within = metrics.hits_within(texts, budgets, count) if fitted is None else {}
+    per_budget = [name for name, fn in extra.items() if getattr(fn, "per_budget", False)]
+    if per_budget:  # also read on what each budget shows the reader
+        within = metrics.hits_within(texts, budgets, count) if fitted is None else {}
+        shown = {b: fitted[b] if fitted is not None else hits[: within[b]] for b in budgets}
     for name, fn in extra.items():
         scores[name] = fn(question, hits, conv)
-        if getattr(fn, "per_budget", False):  # also read on what each budget shows the reader
+        if name in per_budget:
             for b in budgets:
-                shown = fitted[b] if fitted is not None else hits[: within[b]]
-                scores[f"{name}@{b}"] = fn(question, shown, conv)
+                scores[f"{name}@{b}"] = fn(question, shown[b], conv)
     return scores
 
 
