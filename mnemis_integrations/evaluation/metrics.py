@@ -29,6 +29,7 @@ __all__ = [
     "pack_context",
     "percentile",
     "recall_at_k",
+    "recalls_within",
     "reciprocal_rank",
     "tied_at_top",
     "tied_top5",
@@ -136,8 +137,20 @@ def budget_recalls(
         >>> budget_recalls(["x y", "a b c"], ["a b c"], [2, 4, 5], words)
         {2: 0.0, 4: 0.0, 5: 1.0}
     """
-    shown = hits_within(hit_texts, budgets, count)
-    return {b: _found(hit_texts[: shown[b]], evidence_texts) for b in budgets}
+    return recalls_within(hit_texts, evidence_texts, hits_within(hit_texts, budgets, count))
+
+
+def recalls_within(
+    hit_texts: Sequence[str], evidence_texts: Sequence[str], shown: Mapping[int, int]
+) -> dict[int, float]:
+    """Budget -> the share of evidence turns inside the first ``shown[budget]`` hits (:func:`hits_within`'s
+    counts), for a caller that has packed the hits already.
+
+    Examples:
+        >>> recalls_within(["x y", "a b c"], ["a b c"], {2: 1, 5: 2})
+        {2: 0.0, 5: 1.0}
+    """
+    return {b: _found(hit_texts[:n], evidence_texts) for b, n in shown.items()}
 
 
 def hits_within(

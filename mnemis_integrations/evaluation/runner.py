@@ -176,7 +176,8 @@ def _score(
     evidence = list(question.evidence_ids)
     evidence_texts = [conv.turn_texts[e] for e in evidence if e in conv.turn_texts]
     scores: dict[str, float | None] = {}
-    prefix = metrics.budget_recalls(texts, evidence_texts, budgets, count)
+    within = metrics.hits_within(texts, budgets, count)  # packed once: prefix recall and per-budget metrics
+    prefix = metrics.recalls_within(texts, evidence_texts, within)
     for b, r in prefix.items():
         if fitted is None:
             scores[f"budget_recall@{b}"] = r
@@ -189,7 +190,6 @@ def _score(
     scores["mrr"] = metrics.reciprocal_rank(sources, evidence)
     per_budget = [name for name, fn in extra.items() if getattr(fn, "per_budget", False)]
     if per_budget:  # also read on what each budget shows the reader
-        within = metrics.hits_within(texts, budgets, count) if fitted is None else {}
         shown = {b: fitted[b] if fitted is not None else hits[: within[b]] for b in budgets}
     for name, fn in extra.items():
         scores[name] = fn(question, hits, conv)
