@@ -27,9 +27,9 @@ __all__ = [
     "keyword_terms",
     "lexical_terms",
     "names",
-    "says_name",
     "normalise_name",
     "query_terms",
+    "says_name",
     "text_cache",
     "tokenize",
 ]
