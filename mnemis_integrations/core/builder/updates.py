@@ -20,7 +20,7 @@ each message of a fragment just written and supersedes the fragments holding wha
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -372,11 +372,27 @@ def _merged(near: Sequence[tuple[str, float]], by_overlap: Sequence[tuple[str, f
     return list(dict.fromkeys([k for k, _ in near] + [k for k, _ in by_overlap]))
 
 
+def _neighbours(
+    st: NamespaceState,
+    mid: str,
+    text: str,
+    keep: Callable[[str], bool],
+    size: int = POOL,
+    hidden: Collection[str] = (),
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """(message id, cosine) of the ``size`` ``keep`` messages nearest message ``mid`` by vector, and
+    (message id, overlap) of the ``size`` sharing the most of the rare words of its ``text``, ``hidden``
+    ones left out. Reads a bounded number of vector neighbours, whatever the size of the namespace."""
+    reach = 4 * size + len(hidden)  # enough left once ``keep`` drops the hidden and the wrong side in time
+    near = [(k, c) for k, c in st.msg_vectors.top(st.msg_vectors.get(mid), reach).items() if keep(k)]
+    by_overlap = st.lexical.overlapping(text, size, keep, max_df=OVERLAP_MAX_DF, hidden=hidden)
+    return near[:size], by_overlap
+
+
 def _nearest_earlier(
     st: NamespaceState, m: Message, unsaid: Sequence[str], size: int = POOL
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(message id, cosine) of the ``size`` earlier messages nearest ``m`` by vector, and (message id,
-    overlap) of the ``size`` sharing the most of its rare words; ``unsaid`` hidden."""
+    """:func:`_neighbours` among the messages said before ``m``; ``unsaid`` hidden."""
     said = time_order(m)
     hidden = set(unsaid)
 
@@ -384,16 +400,7 @@ def _nearest_earlier(
         other = st.messages.get(mid)
         return other is not None and mid != m.id and mid not in hidden and time_order(other) < said
 
-    near = sorted(
-        (
-            (k, c)
-            for k, c in st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * size + len(unsaid)).items()
-            if earlier(k)
-        ),
-        key=lambda kc: (-kc[1], kc[0]),
-    )[:size]
-    by_overlap = st.lexical.overlapping(m.text, size, earlier, max_df=OVERLAP_MAX_DF, hidden=unsaid)
-    return near, by_overlap
+    return _neighbours(st, m.id, m.text, earlier, size, hidden=unsaid)
 
 
 def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) -> list[str]:
@@ -402,10 +409,7 @@ def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) 
     pool. Bounded whatever the size of the namespace."""
     if mid not in st.msg_vectors or mid not in st.lexical:
         return []
-    near = [k for k in st.msg_vectors.top(st.msg_vectors.get(mid), 4 * POOL) if k != mid and keep(k)][:POOL]
-    found = st.lexical.overlapping(st.messages[mid].text, POOL, keep, max_df=OVERLAP_MAX_DF)
-    by_overlap = [k for k, _ in found]
-    return list(dict.fromkeys(near + by_overlap))
+    return _merged(*_neighbours(st, mid, st.messages[mid].text, lambda k: k != mid and keep(k)))
 
 
 def linkable_fragments(
