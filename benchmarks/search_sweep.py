@@ -25,7 +25,9 @@ multi-hop apart, adversarial questions apart and left out of overall: the same f
 for the default setting. ``--stream`` feeds each LoCoMo conversation a message at a time instead, as an
 agent fills its memory (the questions are still asked after the last message: LoCoMo's evidence is
 annotated for the whole conversation). ``--links annotated`` builds with the suite's annotation as the offline
-builder's update judge (:class:`AnnotatedUpdateJudge`): what perfect links would give the same search.
+builder's update judge (:class:`AnnotatedUpdateJudge`): what perfect links would give the same search;
+``--links simulated --model-recall R --model-false-rate F``, with a judge of that quality simulated from it
+(:class:`SimulatedModelJudge`): what a model judge would need to give.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import argparse
 import dataclasses
 import json
 import math
+import random
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -101,6 +104,28 @@ class AnnotatedUpdateJudge(OfflineUpdateJudge):
         return [(k, math.inf) for k in self.olds.get(m.id, ()) if k in st.messages]
 
 
+class SimulatedModelJudge(AnnotatedUpdateJudge):
+    """A model judge of a given quality, simulated from the annotation: an annotated replacing message is
+    found with probability ``recall``; any other message, with probability ``false_rate``, is taken to
+    replace the earlier message the offline judge scores highest for it (whatever its score: the kind
+    of wrong pair a reader of meaning is likeliest to accept too). Each draw is seeded by the message id,
+    so every run, setting and process draws the same. What current state first a model of that
+    precision and recall would give, on the search the project ships."""
+
+    def __init__(self, config: Any, scenario: Any, recall: float, false_rate: float, seed: int = 0):
+        super().__init__(config, scenario)
+        self.recall, self.false_rate, self.seed = recall, false_rate, seed
+
+    def scored_candidates(self, st: Any, m: Any, unsaid: Any) -> list[tuple[str, float]]:
+        draw = random.Random(f"{self.seed}:{m.id}").random()
+        if m.id in self.olds:
+            return super().scored_candidates(st, m, unsaid) if draw < self.recall else []
+        if draw >= self.false_rate:
+            return []
+        ranked = OfflineUpdateJudge.scored_candidates(self, st, m, unsaid)
+        return [(ranked[0][0], math.inf)] if ranked else []
+
+
 def _tables():
     return defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
 
@@ -114,11 +139,13 @@ def run(
     out: str | None = None,
     bulk: bool = False,
     annotated_links: bool = False,
+    simulated: tuple[float, float] | None = None,
 ) -> dict:
     """setting -> (split, class) -> metric -> list of values. ``build``: the config memories are built
     with. With ``out``, each setting's per-question scores go to ``out/<setting>/per_question.jsonl``.
     ``bulk``: each conversation ingested whole, then every question asked (protocol ``full``).
-    ``annotated_links``: the annotation judges the updates (:class:`AnnotatedUpdateJudge`)."""
+    ``annotated_links``: the annotation judges the updates (:class:`AnnotatedUpdateJudge`). ``simulated``:
+    (recall, false rate) of a :class:`SimulatedModelJudge` that judges them instead."""
     suite = load_scenarios(paths)  # read once: the benchmark and the structure figures both come from it
     bench = benchmark_from_scenarios(suite, protocol="full" if bulk else "incremental")
     scenarios = {s.id: s for s in suite}
@@ -127,8 +154,12 @@ def run(
     rows: dict[str, list[dict]] = defaultdict(list)
     for conv in bench.conversations:
         memory = MnemisMemory(embedder=emb, config=build)
-        if annotated_links:
-            judge = AnnotatedUpdateJudge(build.build, scenarios[conv.id])
+        if annotated_links or simulated:
+            judge = (
+                SimulatedModelJudge(build.build, scenarios[conv.id], *simulated)
+                if simulated
+                else AnnotatedUpdateJudge(build.build, scenarios[conv.id])
+            )
             memory.builder.steps = dataclasses.replace(memory.builder.steps, updates=judge)
         if bulk:
             memory.add_messages([core_message(m) for m in conv.messages], namespace=conv.id)
@@ -276,10 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--links",
-        choices=("judge", "annotated"),
+        choices=("judge", "annotated", "simulated"),
         default="judge",
-        help="scenarios: who judges the updates, the offline judge or the suite's annotation (a ceiling)",
+        help="scenarios: who judges the updates: the offline judge, the suite's annotation (a ceiling), or a "
+        "model of the quality --model-recall / --model-false-rate give, simulated from the annotation",
     )
+    ap.add_argument("--model-recall", type=float, default=0.8, help="with --links simulated")
+    ap.add_argument("--model-false-rate", type=float, default=0.05, help="with --links simulated")
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--md", help="also write the table here")
     ap.add_argument("--out", help="per-question rows per setting under this folder")
@@ -307,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             bulk=args.bulk,
             annotated_links=args.links == "annotated",
+            simulated=(args.model_recall, args.model_false_rate) if args.links == "simulated" else None,
         )
     if emb.misses:
         emb.save(cache)

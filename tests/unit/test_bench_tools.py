@@ -345,3 +345,38 @@ def test_the_sweep_can_take_the_annotation_as_the_update_judge(tmp_path, capsys)
     sweep.run(settings, settings["default"], [path], emb, 10)
     judged = capsys.readouterr().out
     assert "update links, tune:" in judged and "recall 1.000 (1/1)" not in judged
+
+
+def test_the_simulated_model_judge_finds_what_its_recall_says_and_draws_the_same_every_run(tmp_path, capsys):
+    """``--links simulated``: at recall 1 and no false links it links as the annotation does; at recall 0
+    it links no annotated change; each message's draw is seeded by its id, so two judges agree."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+    from mnemis_integrations.evaluation.scenarios import load_scenarios
+
+    sweep = _module("search_sweep")
+    path = _two_venue_scenario(tmp_path / "qn.json")
+    settings = {"default": sweep.MemoryConfig()}
+    emb = sweep.CachedEmbedder(HashingEmbedder())
+    sweep.run(settings, settings["default"], [path], emb, 10, simulated=(1.0, 0.0))
+    assert "update links, tune: precision 1.000 (1/1), recall 1.000 (1/1)" in capsys.readouterr().out
+    sweep.run(settings, settings["default"], [path], emb, 10, simulated=(0.0, 0.0))
+    assert "recall 0.000 (0/1)" in capsys.readouterr().out
+
+    scenario = load_scenarios([path])[0]
+    store = _Store({m.id: m for m in scenario.messages})
+    changed = scenario.messages[-1]
+    build = sweep.MemoryConfig().build
+    found = {}
+    for seed in range(20):
+        judges = [sweep.SimulatedModelJudge(build, scenario, 0.5, 0.0, seed=seed) for _ in range(2)]
+        twice = [j.scored_candidates(store, changed, ()) for j in judges]
+        assert twice[0] == twice[1]
+        found[seed] = bool(twice[0])
+    assert 0 < sum(found.values()) < 20  # about half the seeds find it
+
+
+class _Store:
+    """Just the messages of a namespace: what the annotated judge reads."""
+
+    def __init__(self, messages: dict):
+        self.messages = messages
