@@ -120,16 +120,24 @@ class CachedEmbedder:
                 )
 
     def save(self, path: str) -> None:
+        """Write the table to ``path``, keeping what another process saved there since this one loaded it,
+        and replacing the file in one step: sweeps run side by side share one cache, and a reader never
+        meets a half-written file."""
         if path and self.table:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            mine, self.table = self.table, {}
+            self.load(path)
+            self.table.update(mine)
             keys = list(self.table)
+            part = f"{path}.{os.getpid()}.part.npz"
             np.savez(
-                path,
+                part,
                 embedder_id=np.array(self.id),
                 kinds=np.array([k for k, _ in keys]),
                 texts=np.array([t for _, t in keys]),
                 vectors=np.stack([self.table[k] for k in keys]),
             )
+            os.replace(part, path)
 
 
 def embedding_rate(inner: Any, texts: list[str]) -> float:

@@ -380,3 +380,27 @@ class _Store:
 
     def __init__(self, messages: dict):
         self.messages = messages
+
+
+def test_the_vector_cache_keeps_what_another_sweep_saved_and_replaces_its_file_whole(tmp_path):
+    """Two sweeps side by side load one cache, each embeds other texts, and both save: the file holds both
+    sets afterwards, and no part file is left beside it."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    growth = _module("growth")
+    path = str(tmp_path / "vectors.npz")
+    first, second = growth.CachedEmbedder(HashingEmbedder()), growth.CachedEmbedder(HashingEmbedder())
+    first.load(path)
+    second.load(path)
+    first.embed_passages(["the venue moved to the Crown"])
+    second.embed_queries(["where is the quiz night?"])
+    first.save(path)
+    second.save(path)
+    reread = growth.CachedEmbedder(HashingEmbedder())
+    reread.load(path)
+    assert set(reread.table) == {("p", "the venue moved to the Crown"), ("q", "where is the quiz night?")}
+    assert np.allclose(
+        reread.table[("p", "the venue moved to the Crown")],
+        first.table[("p", "the venue moved to the Crown")],
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["vectors.npz"]
