@@ -256,6 +256,17 @@ class FusionConfig(_Frozen):
         "'relation_favoured': the same alpha weights the relation path; 'fixed': fixed_alpha.",
     )
     fixed_alpha: float = Field(0.5, ge=0, le=1)
+    semantic_floor: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="The relation path lifts, never buries: where the query names entities, a node's fused "
+        "score is at least this share of its semantic score, so a node the semantic path matches best is "
+        "not pushed under the nodes merely near a named entity. 0: off (plain alpha-weighted fusion). "
+        "Scenario suite, incremental, 0 -> 0.9: R@256 / 512 tune +.006 / +.005, held-out (136) +.005 / "
+        "+.002, MRR tune +.012, current state first tune +.005, held-out -.003 (within luck); LoCoMo dev "
+        "R@256 +.005, R@2,048 -.0003 (BENCHMARKS.md, fifty-first round).",
+    )
     recency_weight: float = Field(
         0.2,
         ge=0,

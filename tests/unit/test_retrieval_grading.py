@@ -153,3 +153,27 @@ def test_a_weak_successor_placed_first_does_not_flatten_the_scores_below_it():
     assert hits[ids.index("f1")].score > hits[ids.index("f2")].score
     # shown at the place of the hit it replaces, that hit just under it
     assert 0 < hits[ids.index("f4")].score - hits[ids.index("f1")].score <= 0.01 + 1e-9
+
+
+def test_the_relation_path_lifts_hits_but_never_buries_the_best_semantic_match():
+    # f1 is near the named entity and matches less; f3 matches best and never names Acme.
+    texts = {
+        "m1": "Acme pricing plan chat over lunch, good pasta.",
+        "m2": "Acme sent the new brochure, nice colours.",
+        "m3": "Which plan did legal sign? The annual pricing plan, at the discounted rate.",
+        "m4": "Carol wants green tea in the kitchen.",
+    }
+    st = _state(texts)
+    qvec = EMB.embed_queries([QUERY])[0]
+
+    def search(floor: float):
+        config = DEFAULT.with_(fusion={"semantic_floor": floor})
+        return dual_path_search(st, QUERY, qvec, 4, config, EMB.profile)
+
+    off, on = search(0.0), search(0.9)
+    assert [h.node_id for h in off][:2] == ["f1", "f3"]  # weighed at alpha, f3 falls under f1
+    assert [h.node_id for h in on][:2] == ["f3", "f1"]
+    for h in on:
+        assert h.score >= 0.9 * h.semantic_score - 1e-6
+    lifted = {h.node_id: h for h in on}
+    assert lifted["f1"].score > 0.9 * lifted["f1"].semantic_score  # the relation path still adds

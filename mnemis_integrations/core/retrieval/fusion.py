@@ -23,6 +23,7 @@ __all__ = [
     "alpha_for",
     "break_ties",
     "collapse_overlaps",
+    "floor_at",
     "fuse",
     "grade_by_match",
     "mmr_order",
@@ -120,6 +121,20 @@ def fuse(semantic: dict[str, float], relation: dict[str, float], alpha: float) -
     """
     keys = list(dict.fromkeys(list(semantic) + list(relation)))
     return {k: alpha * semantic.get(k, 0.0) + (1 - alpha) * relation.get(k, 0.0) for k in keys}
+
+
+def floor_at(fused: dict[str, float], semantic: dict[str, float], share: float) -> dict[str, float]:
+    """Each fused score raised to at least ``share`` x the node's semantic score.
+
+    The relation path then adds to what the semantic path finds and never displaces it: a node it
+    reaches scores above its semantic share, one it does not reach keeps that share.
+
+    >>> floor_at({"a": 0.5, "b": 0.9}, {"a": 1.0, "b": 0.2}, 0.9)
+    {'a': 0.9, 'b': 0.9}
+    """
+    if share <= 0:
+        return dict(fused)
+    return {k: max(v, share * semantic.get(k, 0.0)) for k, v in fused.items()}
 
 
 def grade_by_match(scores: dict[str, float], match: dict[str, float], weight: float) -> dict[str, float]:

@@ -23,6 +23,7 @@ from .fusion import (
     alpha_for,
     break_ties,
     collapse_overlaps,
+    floor_at,
     fuse,
     grade_by_match,
     mmr_order,
@@ -273,6 +274,8 @@ def _fuse(q: Query, rel: RelationResult, sem: SemanticResult) -> Fused:
         n_words = len(_QWORDS.findall(q.text))
         alpha = alpha_for(cfg.fusion.alpha_rule, rel.n_entities_in_query, n_words, cfg.fusion.fixed_alpha)
     fused = fuse(sem_n, rel_n, alpha)
+    if alpha < 1:
+        fused = floor_at(fused, sem_n, cfg.fusion.semantic_floor)
     if fallback and cfg.fusion.recency_weight > 0:
         # Prefer the most recent nodes, so a stale fact is never presented as the current state.
         rec = _recency(st, list(fused))
