@@ -59,7 +59,7 @@ def test_empty_memory_loads_an_empty_string():
 
 def test_ambiguous_keys_must_be_named():
     memory = make_memory(empty_memory())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="input key"):
         memory.load_memory_variables({"a": "x", "b": "y"})
     with pytest.raises(ValueError, match="output_key"):
         memory.save_context({"input": "hi"}, {"x": "1", "y": "2"})

@@ -127,7 +127,7 @@ def test_empty_query_is_refused_not_swallowed(retriever):
 
 
 def test_k_must_be_positive():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="greater than 0"):
         MnemisRetriever(memory=empty_memory(), k=0)
 
 

@@ -63,7 +63,7 @@ def test_a_nan_setting_is_refused_when_the_config_is_made(section):
     """A NaN threshold was accepted (every comparison with it is false): score_messages then
     answered NaN for every message, documented as a score in [0, 1], and the builder cut, placed
     and linked as if the setting were absent or infinite."""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not NaN"):
         MemoryConfig().with_(**section)
 
 

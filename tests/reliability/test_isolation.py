@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +80,9 @@ def test_search_messages_and_graph_never_cross_namespaces(rows, query_words):
 
 
 def test_isolation_figures_report():
+    # The property test above fills these figures; run alone, there are none to report.
+    if not RAN["isolation"]:
+        pytest.skip("reports the property test's figures: run it with that test")
     print(f"\nisolation: {RAN['isolation']} examples, {VIOLATIONS['isolation']} violations", file=sys.stderr)
     assert VIOLATIONS["isolation"] == 0
 

@@ -144,7 +144,7 @@ def test_nearest_in_a_group_equals_brute_force_over_that_group_after_updates_and
         assert [k for k, _ in got] == expect
         assert np.allclose([s for _, s in got], [vecs[k] @ q for k in expect], atol=1e-5)
     assert idx.nearest(q, 3, group="x") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="partition"):
         VectorIndex(8).nearest(q, 3, group="s")
 
 

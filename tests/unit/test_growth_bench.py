@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from bench_modules import bench_module
@@ -105,7 +106,7 @@ def test_growth_smoke_run_writes_json_and_markdown(tmp_path):
             "reopen_search_s",
             "store_mb",
         ):
-            assert r[key] is not None
+            assert isinstance(r[key], (int, float)) and math.isfinite(r[key]) and r[key] > 0, key
     assert res["runs"][1]["bulk_s_x"] > 0
     assert len(res["targets"]["sqlite"]) == 3
     assert "| add1_p50_ms |" in out_md.read_text()

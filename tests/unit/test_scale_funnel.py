@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -162,7 +163,8 @@ def test_benchmark_run_reports_the_issue_fields():
         "ingest_nodes_per_s",
         "rss_bytes_per_node",
     ):
-        assert key in out and out[key] is not None, key
+        value = out.get(key)
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, key
     assert abs(out["nodes"] - 1200) / 1200 < 0.1
     assert "|" in scale.growth_table([out, out])
 
