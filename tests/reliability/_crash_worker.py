@@ -1,12 +1,14 @@
 """Worker for the crash and multi-process tests (run as a script, never imported by pytest).
 
-Usage: python _crash_worker.py DB NAMESPACE FIRST_BATCH BATCH_SIZE MAX_BATCHES SEED
+Usage: python _crash_worker.py DB NAMESPACE FIRST_BATCH BATCH_SIZE MAX_BATCHES SEED [PAUSE_AFTER]
 
 DB is a SQLite path, or a ``falkordb://host:port`` URL for the FalkorDB backend.
 
 Prints ``ready`` once the store is open, then ingests batches FIRST_BATCH,
 FIRST_BATCH+1, ... and prints ``ack <batch>`` (flushed) after each
 ``add_messages`` returns. Stops after MAX_BATCHES batches (0: never, wait to be killed).
+With PAUSE_AFTER, waits for a line on stdin after acknowledging that batch, so a reader in
+another process is sure to look while some batches are written and others are not.
 Batch contents depend only on (SEED, batch), so a resent batch is identical.
 """
 
@@ -67,6 +69,7 @@ def _open(db: str, memory_cls, embedder):
 def main() -> None:
     db, namespace, first, size, max_batches, seed = sys.argv[1:7]
     first, size, max_batches, seed = int(first), int(size), int(max_batches), int(seed)
+    pause_after = int(sys.argv[7]) if len(sys.argv) > 7 else None
     from mnemis_integrations import MnemisMemory
     from mnemis_integrations.core.embedders import HashingEmbedder
 
@@ -76,6 +79,8 @@ def main() -> None:
     while max_batches == 0 or batch < first + max_batches:
         mem.add_messages(batch_messages(seed, batch, size), namespace=namespace)
         print(f"ack {batch}", flush=True)
+        if batch == pause_after:
+            sys.stdin.readline()
         batch += 1
     mem.close()
 

@@ -64,38 +64,56 @@ def test_threads_search_while_one_thread_ingests_same_object(tmp_path):
 
 def test_reader_process_sees_consistent_snapshots_and_all_acked_writes_after_reopen(tmp_path):
     db = str(tmp_path / "p.db")
-    n_batches, size = 8, 5
+    n_batches, size, pause_after = 8, 5, 3
     proc = subprocess.Popen(
-        [sys.executable, WORKER, db, "ns", "0", str(size), str(n_batches), "11"],
+        [sys.executable, WORKER, db, "ns", "0", str(size), str(n_batches), "11", str(pause_after)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     reads = torn = 0
+    batches_seen: list[int] = []
+
+    def read_snapshot() -> None:
+        nonlocal reads, torn
+        with MnemisMemory(path=db, embedder=HashingEmbedder()) as reader:
+            try:
+                # Each call reads the namespace as committed at that moment (a later one may see
+                # more batches): hits first, so every message they cite must be among the messages.
+                hits = reader.search("refund invoice marker", k=5, namespace="ns")
+                known = {m.id for m in reader.messages("ns")}
+            except NamespaceNotFoundError:
+                return  # nothing committed yet
+        torn += sum(not set(h.source_ids) <= known for h in hits)
+        present = [sum(mid in known for mid in worker.batch_ids(b, size)) for b in range(n_batches)]
+        assert all(p in (0, size) for p in present), present  # a reader never sees half a batch
+        batches_seen.append(sum(p == size for p in present))
+        reads += 1
+
     try:
         assert proc.stdout.readline().strip() == "ready"
+        acked = []
+        for line in proc.stdout:  # the writer waits after acknowledging batch `pause_after`
+            acked.append(int(line.split()[1]))
+            if acked[-1] == pause_after:
+                read_snapshot()  # some batches written, others not yet
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                break
         while proc.poll() is None:
-            with MnemisMemory(path=db, embedder=HashingEmbedder()) as reader:
-                try:
-                    # Each call reads the namespace as committed at that moment (a later one may see
-                    # more batches): hits first, so every message they cite must be among the messages.
-                    hits = reader.search("refund invoice marker", k=5, namespace="ns")
-                    known = {m.id for m in reader.messages("ns")}
-                except NamespaceNotFoundError:
-                    continue  # nothing committed yet
-                torn += sum(not set(h.source_ids) <= known for h in hits)
-                for b in range(n_batches):  # a reader never sees half a batch
-                    assert sum(mid in known for mid in worker.batch_ids(b, size)) in (0, size)
-                reads += 1
+            read_snapshot()
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, err[-2000:]
-    acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack ")]
+    acked += [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack ")]
     assert acked == list(range(n_batches))
     assert torn == 0
+    # the paused snapshot holds exactly the batches acknowledged by then
+    assert batches_seen and batches_seen[0] == pause_after + 1
     with MnemisMemory(path=db, embedder=HashingEmbedder()) as reopened:
         ids = {m.id for m in reopened.messages("ns")}
     assert ids == {mid for b in acked for mid in worker.batch_ids(b, size)}

@@ -107,10 +107,14 @@ def synthetic():
     return syn, st
 
 
+# (config, as_of as a share of the conversation, speakers named, threshold)
 CASES = {
-    "default": (SemanticConfig(), None, ()),
-    "rrf, a named speaker boosted": (SemanticConfig(combine="rrf", speaker_boost=0.5), None, ("Ann",)),
-    "as_of": (SemanticConfig(), 0.5, ()),
+    "default": (SemanticConfig(), None, (), 0.2),
+    "rrf, a named speaker boosted": (SemanticConfig(combine="rrf", speaker_boost=0.5), None, ("Ann",), 0.2),
+    "as_of": (SemanticConfig(), 0.5, (), 0.2),
+    # With no lexical evidence and a high threshold some nodes go unscored, and the hierarchy expands
+    # to them: the other cases score every node, so none of them expands anything.
+    "a high threshold, hierarchy expansion": (SemanticConfig(lexical_weight=0.0), None, (), 0.75),
 }
 
 
@@ -118,7 +122,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_semantic_scores_are_the_per_node_reference_to_the_bit(synthetic, monkeypatch, funnel, case):
     syn, st = synthetic
-    cfg, moment, speakers = CASES[case]
+    cfg, moment, speakers, threshold = CASES[case]
     monkeypatch.setattr(rcache, "FUNNEL_MIN_NODES", 1 if funnel else 10**9)
     as_of = None
     if moment is not None:
@@ -126,14 +130,16 @@ def test_semantic_scores_are_the_per_node_reference_to_the_bit(synthetic, monkey
         as_of = times[int(moment * (len(times) - 1))]
     allowed, _, _ = search._visible_set(st, as_of, False, None)
     messages = search._said_by_then(st, as_of)
+    expansions = 0
     for text, qvec in syn.queries:
-        args = (st, qvec, text, cfg, 0.2, allowed)
+        args = (st, qvec, text, cfg, threshold, allowed)
         kwargs = {"speakers": speakers, "messages": messages, "visible_key": (as_of, False)}
         got = semantic.semantic_path(*args, **kwargs)
         scores, raw, expanded, message_scores = _reference_path(*args, **kwargs)
         assert list(got.scores.items()) == list(scores.items())
         assert list(got.raw.items()) == list(raw.items())
         assert list(got.expanded.items()) == list(expanded.items())
+        expansions += len(expanded)
         assert got.message_scores == message_scores
         # a filter's scope (no key) is laid out anew, in its own order; some fragments hold none of
         # the messages in it, and are read by their centroid alone
@@ -141,9 +147,11 @@ def test_semantic_scores_are_the_per_node_reference_to_the_bit(synthetic, monkey
         scope = set(pick.sample(sorted(allowed), len(allowed) // 2))
         in_scope = frozenset(pick.sample(sorted(st.messages), len(st.messages) // 4))
         kwargs.update(visible_key=None, messages=in_scope)
-        got = semantic.semantic_path(st, qvec, text, cfg, 0.2, scope, **kwargs)
-        scores, raw, _, _ = _reference_path(st, qvec, text, cfg, 0.2, scope, **kwargs)
+        got = semantic.semantic_path(st, qvec, text, cfg, threshold, scope, **kwargs)
+        scores, raw, _, _ = _reference_path(st, qvec, text, cfg, threshold, scope, **kwargs)
         assert list(got.scores.items()) == list(scores.items()) and list(got.raw.items()) == list(raw.items())
+    if case == "a high threshold, hierarchy expansion":
+        assert expansions > 0  # the case exercises expansion at all
 
 
 def test_the_exact_path_lays_out_the_visible_set_once_per_write_version(synthetic, monkeypatch):
