@@ -55,4 +55,5 @@ def test_every_python_block_of_the_readme_runs_in_order(hosted_models_faked):
     for line, code in python_blocks(README.read_text(encoding="utf-8")):
         # Padded so a traceback names the README's own line numbers.
         exec(compile("\n" * (line - 1) + code, str(README), "exec"), scope)  # noqa: S102
-    assert "mem" in scope
+    # The quickstart's budget-fitted context holds the message that answers its question.
+    assert "Acme confirmed quote v2 today." in scope["context"]
