@@ -107,14 +107,15 @@ def synthetic():
     return syn, st
 
 
+# With no lexical evidence and a high threshold some nodes go unscored, and the hierarchy expands
+# to them: the other cases score every node, so none of them expands anything.
+EXPANDING = "a high threshold, hierarchy expansion"
 # (config, as_of as a share of the conversation, speakers named, threshold)
 CASES = {
     "default": (SemanticConfig(), None, (), 0.2),
     "rrf, a named speaker boosted": (SemanticConfig(combine="rrf", speaker_boost=0.5), None, ("Ann",), 0.2),
     "as_of": (SemanticConfig(), 0.5, (), 0.2),
-    # With no lexical evidence and a high threshold some nodes go unscored, and the hierarchy expands
-    # to them: the other cases score every node, so none of them expands anything.
-    "a high threshold, hierarchy expansion": (SemanticConfig(lexical_weight=0.0), None, (), 0.75),
+    EXPANDING: (SemanticConfig(lexical_weight=0.0), None, (), 0.75),
 }
 
 
@@ -150,7 +151,7 @@ def test_semantic_scores_are_the_per_node_reference_to_the_bit(synthetic, monkey
         got = semantic.semantic_path(st, qvec, text, cfg, threshold, scope, **kwargs)
         scores, raw, _, _ = _reference_path(st, qvec, text, cfg, threshold, scope, **kwargs)
         assert list(got.scores.items()) == list(scores.items()) and list(got.raw.items()) == list(raw.items())
-    if case == "a high threshold, hierarchy expansion":
+    if case == EXPANDING:
         assert expansions > 0  # the case exercises expansion at all
 
 
