@@ -404,3 +404,70 @@ def test_the_vector_cache_keeps_what_another_sweep_saved_and_replaces_its_file_w
         first.table[("p", "the venue moved to the Crown")],
     )
     assert [p.name for p in tmp_path.iterdir()] == ["vectors.npz"]
+
+
+def _bench_rows(folder: Path, rows: list[tuple[str, str, str, str, float, float | None]]) -> Path:
+    """A bench run's per_question.jsonl: (system, question id, conversation, class, R at every budget,
+    current state first)."""
+    folder.mkdir(parents=True)
+    out = []
+    for system, qid, conv, cls, recall, csf in rows:
+        scores = {f"budget_recall@{b}": recall for b in (256, 512, 1024, 2048)}
+        scores |= {"current_state_first": csf, "current_state_first@256": csf, "current_state_first@512": csf}
+        scores["mrr"] = recall
+        out.append(
+            {"system": system, "question_id": qid, "conversation": conv, "category": cls, "scores": scores}
+        )
+    (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
+    return folder
+
+
+def test_the_bench_table_reads_two_runs_of_one_protocol_as_one_and_flags_where_mnemis_is_under(
+    tmp_path, capsys
+):
+    table = _module("bench_table")
+    a = _bench_rows(
+        tmp_path / "a",
+        [("mnemis", "c1-q1", "c1", "evolution", 1.0, 1.0), ("dense", "c1-q1", "c1", "evolution", 0.5, 0.0)],
+    )
+    b = _bench_rows(
+        tmp_path / "b",
+        [("mnemis", "c2-q1", "c2", "vague", 0.25, None), ("dense", "c2-q1", "c2", "vague", 0.75, None)],
+    )
+    assert table.main(["--incremental", str(a), "--incremental", str(b), "--by-conversation"]) == 0
+    out = capsys.readouterr().out
+    assert "2 conversations, 2 questions" in out
+    # the mean over both runs; current state first over the one question that decides it
+    assert (
+        "| Mnemis | .625 | .625 | .625 | .625 | 1.000 (1; evolution 1.000, 1) | 1.000 / 1.000 | .625 |" in out
+    )
+    assert "| dense | .625 | .625 | .625 | .625 | .000 (1) | .000 / .000 | .625 |" in out
+    assert "conversation c1 (1 questions): Mnemis 1.000 / 1.000 / 1.000 / 1.000; above or level" in out
+    assert (
+        "conversation c2 (1 questions): Mnemis .250 / .250 / .250 / .250; under dense at 256 (.250 / .750)"
+        in out
+    )
+
+
+def test_the_bench_table_refuses_a_question_two_runs_of_one_protocol_answer(tmp_path):
+    table = _module("bench_table")
+    row = [("mnemis", "c1-q1", "c1", "evolution", 1.0, 1.0)]
+    a, b = _bench_rows(tmp_path / "a", row), _bench_rows(tmp_path / "b", row)
+    with pytest.raises(SystemExit, match="c1-q1 .* two runs"):
+        table.main(["--incremental", str(a), "--incremental", str(b)])
+
+
+def test_the_bench_table_keeps_one_part_of_the_suite(tmp_path, capsys):
+    table = _module("bench_table")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for conv, split in (("c1", "tune"), ("c2", "holdout")):
+        (suite / f"{conv}.json").write_text(json.dumps({"id": conv, "split": split, "questions": []}))
+    run = _bench_rows(
+        tmp_path / "run",
+        [("mnemis", "c1-q1", "c1", "vague", 1.0, None), ("mnemis", "c2-q1", "c2", "vague", 0.5, None)],
+    )
+    table.main(["--incremental", str(run), "--split", "holdout", "--suite", str(suite)])
+    out = capsys.readouterr().out
+    assert "1 conversations, 1 questions (holdout)" in out
+    assert "| Mnemis | .500 | .500 | .500 | .500 |" in out
