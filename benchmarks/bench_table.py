@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mnemis_integrations.evaluation.paired import QuestionScores, paired_bootstrap
-from mnemis_integrations.evaluation.scenarios import default_suite_paths
+from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios, scenario_of
 
 BUDGETS = (256, 512, 1024, 2048)
 RECALL = tuple(f"budget_recall@{b}" for b in BUDGETS)
@@ -52,21 +52,15 @@ def load_runs(folders: Iterable[str | Path]) -> Rows:
             system, qid = r["system"], r["question_id"]
             if qid in rows[system]:
                 raise SystemExit(f"{qid} ({system}) is in two runs of one protocol, {path} and another")
-            # ask-at-time names each question step's memory "<conversation>@<step>"
-            conversation = r["conversation"].split("@")[0]
-            rows[system][qid] = QuestionScores(conversation, r.get("category", ""), r["scores"])
+            rows[system][qid] = QuestionScores(
+                scenario_of(r["conversation"]), r.get("category", ""), r["scores"]
+            )
     return dict(rows)
 
 
 def splits_of(paths: Iterable[str | Path]) -> dict[str, str]:
     """Conversation id -> its part (``tune`` / ``holdout``), from the scenario files under ``paths``."""
-    out: dict[str, str] = {}
-    for p in map(Path, paths):
-        for f in sorted(p.glob("*.json")) if p.is_dir() else [p]:
-            data = json.loads(f.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and "id" in data and "questions" in data:
-                out[data["id"]] = data.get("split", "tune")
-    return out
+    return {sc.id: sc.split for sc in load_scenarios(list(paths))}
 
 
 def keep(rows: Rows, wanted: set[str] | None) -> Rows:

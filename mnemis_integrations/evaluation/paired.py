@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from .scenarios import scenario_of
 
 __all__ = ["METRIC_ALIASES", "PairedDifference", "QuestionScores", "load_question_scores", "paired_bootstrap"]
 
@@ -138,6 +139,9 @@ def load_question_scores(path: str | Path, system: str | None = None) -> dict[st
     (short metric names: ``R@256``, ``CSF``, ``MRR``, ``R@5``, read as the bench's names).
 
     ``system``: which system's rows to read from a bench file holding several; required there.
+
+    An ask-at-time run names each question step's memory ``<scenario>@<step>``; its questions are
+    read as their scenario's, so the resampling draws whole scenarios there too.
     """
     p = Path(path)
     if p.is_dir():
@@ -164,7 +168,9 @@ def load_question_scores(path: str | Path, system: str | None = None) -> dict[st
         else:
             scores = {METRIC_ALIASES.get(k, k): v for k, v in r.items() if k in METRIC_ALIASES}
             category = r.get("class", "")
-        out[qid] = QuestionScores(r.get("conversation") or _conversation_of(qid), category, scores)
+        out[qid] = QuestionScores(
+            scenario_of(r.get("conversation") or _conversation_of(qid)), category, scores
+        )
     return out
 
 

@@ -89,6 +89,7 @@ __all__ = [
     "load_scenarios",
     "messages_until",
     "scenario_from_dict",
+    "scenario_of",
 ]
 
 
@@ -377,6 +378,19 @@ def _whole(s: Scenario, *, early_state: bool) -> Conversation:
     )
 
 
+_STEP_MARK = "@"  # protocol ask_at_time names each step's conversation "<scenario>@<step>"
+
+
+def scenario_of(conversation_id: str) -> str:
+    """The scenario an ask-at-time step's conversation belongs to; any other id unchanged.
+
+    >>> scenario_of("indep_villa@07"), scenario_of("indep_villa"), scenario_of("a@b")
+    ('indep_villa', 'indep_villa', 'a@b')
+    """
+    head, mark, step = conversation_id.rpartition(_STEP_MARK)
+    return head if mark and step.isdigit() else conversation_id
+
+
 def _steps(s: Scenario) -> Iterator[Conversation]:
     turn_texts = {m.id: m.text for m in s.messages}
     held: list[ScenarioMessage] = []
@@ -385,7 +399,7 @@ def _steps(s: Scenario) -> Iterator[Conversation]:
         if not step.questions:
             continue
         yield Conversation(
-            id=f"{s.id}@{n:02d}",
+            id=f"{s.id}{_STEP_MARK}{n:02d}",
             messages=[m.to_dict() for m in held],
             questions=[_to_question(q, s, state_applies=True) for q in step.questions],
             turn_texts={m.id: turn_texts[m.id] for m in held},

@@ -142,3 +142,18 @@ def test_bench_compare_prints_each_metric_and_marks_a_clear_difference(tmp_path,
     assert "+0.2000 *" in recall and "10 / 0" in recall
     mrr = next(line for line in out.splitlines() if line.startswith("| mrr"))
     assert "+0.0000 |" in mrr and "*" not in mrr
+
+
+def test_an_ask_at_time_run_is_resampled_by_scenario_not_by_question_step(tmp_path):
+    """Protocol ask_at_time names each step's memory "<scenario>@<step>": its questions are read as
+    their scenario's, so two steps of one scenario are drawn together."""
+    run = tmp_path / "aat"
+    run.mkdir()
+    rows = [
+        {"system": "mnemis", "question_id": f"indep_villa-q0{i}", "conversation": f"indep_villa@0{i}",
+         "category": "vague", "scores": {"mrr": 1.0}}
+        for i in (1, 2)
+    ]  # fmt: skip
+    (run / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_question_scores(run)
+    assert {q.conversation for q in got.values()} == {"indep_villa"}

@@ -462,7 +462,25 @@ def test_the_bench_table_keeps_one_part_of_the_suite(tmp_path, capsys):
     suite = tmp_path / "suite"
     suite.mkdir()
     for conv, split in (("c1", "tune"), ("c2", "holdout")):
-        (suite / f"{conv}.json").write_text(json.dumps({"id": conv, "split": split, "questions": []}))
+        message = {
+            "id": f"{conv}-m001",
+            "speaker": "Ann",
+            "text": "The fair is on Saturday.",
+            "timestamp": "2025-03-01T10:00:00+00:00",
+        }
+        question = {
+            "id": f"{conv}-q1",
+            "question": "When is the fair?",
+            "class": "vague",
+            "asked_at": "2025-03-02T10:00:00+00:00",
+            "evidence": [f"{conv}-m001"],
+            "current": [],
+            "superseded": [],
+            "answer": "Saturday.",
+        }
+        scenario = {"id": conv, "language": "en", "title": "a fair", "split": split,
+                    "messages": [message], "questions": [question], "supersessions": []}  # fmt: skip
+        (suite / f"{conv}.json").write_text(json.dumps(scenario))
     run = _bench_rows(
         tmp_path / "run",
         [("mnemis", "c1-q1", "c1", "vague", 1.0, None), ("mnemis", "c2-q1", "c2", "vague", 0.5, None)],
