@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from mnemis_integrations.evaluation.paired import QuestionScores, paired_bootstrap
@@ -39,22 +39,25 @@ SUITE_ORDER = ("bm25", "dense", "hybrid", "chunk3")  # the suite's tables, after
 Rows = dict[str, dict[str, QuestionScores]]  # system -> question id -> scores
 
 
-def load_runs(folders: Iterable[str | Path]) -> Rows:
-    """Every system's rows of the runs under ``folders``, one protocol; a question twice is an error."""
-    rows: Rows = defaultdict(dict)
+def run_records(folders: Iterable[str | Path]) -> Iterator[tuple[Path, dict]]:
+    """Each per-question record of the runs under ``folders`` (a folder or its ``per_question.jsonl``),
+    with the file it came from."""
     for folder in folders:
         path = Path(folder)
         path = path / "per_question.jsonl" if path.is_dir() else path
         for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            system, qid = r["system"], r["question_id"]
-            if qid in rows[system]:
-                raise SystemExit(f"{qid} ({system}) is in two runs of one protocol, {path} and another")
-            rows[system][qid] = QuestionScores(
-                scenario_of(r["conversation"]), r.get("category", ""), r["scores"]
-            )
+            if line.strip():
+                yield path, json.loads(line)
+
+
+def load_runs(folders: Iterable[str | Path]) -> Rows:
+    """Every system's rows of the runs under ``folders``, one protocol; a question twice is an error."""
+    rows: Rows = defaultdict(dict)
+    for path, r in run_records(folders):
+        system, qid = r["system"], r["question_id"]
+        if qid in rows[system]:
+            raise SystemExit(f"{qid} ({system}) is in two runs of one protocol, {path} and another")
+        rows[system][qid] = QuestionScores(scenario_of(r["conversation"]), r.get("category", ""), r["scores"])
     return dict(rows)
 
 
@@ -212,8 +215,8 @@ def split_table(mine: Rows, flat: Rows, parts: Mapping[str, str]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_run_arguments(ap: argparse.ArgumentParser) -> None:
+    """The run folders, one flag per protocol, each repeatable (runs over parts of the suite read as one)."""
     ap.add_argument(
         "--incremental", action="append", default=[], help="a bench run folder, protocol incremental"
     )
@@ -221,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ask-at-time", action="append", default=[], help="a bench run folder, protocol ask_at_time"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(ap)
     ap.add_argument("--split", choices=("tune", "holdout"), help="one part of the suite only")
     ap.add_argument(
         "--suite", action="append", help="scenario files or folders naming each conversation's part"

@@ -489,3 +489,102 @@ def test_the_bench_table_keeps_one_part_of_the_suite(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 conversations, 1 questions (holdout)" in out
     assert "| Mnemis | .500 | .500 | .500 | .500 |" in out
+
+
+def _suite(folder: Path) -> Path:
+    """Two one-question conversations: c1 in the tune part, c2 held out; each one's last message comes
+    after its question."""
+    folder.mkdir()
+    for conv, split in (("c1", "tune"), ("c2", "holdout")):
+        messages = [
+            {"id": f"{conv}-m001", "speaker": "Ann", "text": "The fair is on Saturday.",
+             "timestamp": "2025-03-01T10:00:00+00:00"},
+            {"id": f"{conv}-m002", "speaker": "Bob", "text": "Moved to Sunday.",
+             "timestamp": "2025-03-01T12:00:00+00:00"},
+            {"id": f"{conv}-m003", "speaker": "Ann", "text": "Bring cakes.",
+             "timestamp": "2025-03-05T10:00:00+00:00"},
+        ]  # fmt: skip
+        old, new = f"{conv}-m001", f"{conv}-m002"
+        question = {"id": f"{conv}-q1", "question": "When is the fair?", "class": "evolution",
+                    "asked_at": "2025-03-02T10:00:00+00:00", "evidence": [old, new],
+                    "current": [new], "superseded": [old], "answer": "Sunday."}  # fmt: skip
+        scenario = {"id": conv, "language": "en", "title": "a fair", "split": split, "messages": messages,
+                    "questions": [question],
+                    "supersessions": [{"new": new, "old": [old], "kind": "reversal"}]}  # fmt: skip
+        (folder / f"{conv}.json").write_text(json.dumps(scenario))
+    return folder
+
+
+def _figures_run(folder: Path, rows: list[tuple[str, str, float, float | None, list[list[str]]]]) -> Path:
+    """A bench run: (system, conversation, recall at every budget, current state first, first hits)."""
+    folder.mkdir(parents=True)
+    out = []
+    for system, conv, recall, csf, hits in rows:
+        scores = {f"budget_recall@{b}": recall for b in (256, 512, 1024, 2048)}
+        scores |= {"current_state_first": csf, "current_state_first@256": csf, "current_state_first@512": csf}
+        scores |= {
+            "mrr": recall,
+            "recall@5": recall,
+            "recall@10": recall,
+            "tied_top5": 0.0,
+            "equal_top5": 0.0,
+        }
+        out.append({"system": system, "question_id": f"{conv}-q1", "conversation": conv,
+                    "category": "evolution", "scores": scores, "top_source_ids": hits})  # fmt: skip
+    (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out))
+    return folder
+
+
+def test_the_where_figures_are_read_off_the_runs_per_part(tmp_path, capsys):
+    figures = _module("where_figures")
+    suite = _suite(tmp_path / "suite")
+    inc = _figures_run(
+        tmp_path / "inc",
+        [
+            ("mnemis", "c1", 1.0, 1.0, [["c1-m001"]]),
+            ("mnemis", "c2", 0.5, 0.0, [["c2-m001"]]),
+            ("dense", "c1", 0.5, 0.0, [["c1-m001"]]),
+            ("dense", "c2", 1.0, 1.0, [["c2-m001"]]),
+        ],
+    )
+    structure = {
+        "structure": {
+            "mnemis": {
+                "per_scenario": [
+                    {
+                        "scenario": conv,
+                        "updates": {
+                            "edges": 2,
+                            "correct": c,
+                            "annotated": 4,
+                            "covered": c,
+                            "false_demotions": 1,
+                        },
+                        "purity": {"subtopic": {"majority": 3, "messages": 4}},
+                    }
+                    for conv, c in (("c1", 1), ("c2", 2))
+                ]
+            }
+        }
+    }
+    (inc / "scenarios.json").write_text(json.dumps(structure))
+    # in bulk, c2's first hit holds only the message written after its question was asked
+    full = _figures_run(
+        tmp_path / "full",
+        [("mnemis", "c2", 0.0, None, [[], ["c2-m003"]]), ("dense", "c2", 1.0, None, [["c2-m002"]])],
+    )
+    args = ["--incremental", str(inc), "--full", str(full), "--suite", str(suite), "--not-fresh", "c9"]
+    assert figures.main(args) == 0
+    out = capsys.readouterr().out
+    assert "tune, incremental: current state first 1.000 (1; evolution 1.000, 1)" in out
+    assert "holdout, incremental: current state first .000 (1; evolution .000, 1)" in out
+    assert "best flat system within 256 tokens dense 1.000" in out
+    # c2 is under dense at both budgets, c1 at neither
+    assert "2 of 4 conversation-budget pairs under a flat system (1 at 256, 1 at 512)" in out
+    assert "fresh held-out conversations: 1\nmnemis .500 / .500 / .500 / .500" in out
+    assert (
+        "holdout: update links 1.000 (2/2) / .500 (2/4), false demotions 1; "
+        "purity subtopic / concept .750 / –" in out
+    )
+    assert "holdout, en: update links 1.000 (2/2)" in out
+    assert "dense: 0 of 1 (.000)\nmnemis: 1 of 1 (1.000)" in out
