@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from mnemis_integrations.evaluation.paired import QuestionScores, paired_bootstrap
@@ -66,15 +66,23 @@ def splits_of(paths: Iterable[str | Path]) -> dict[str, str]:
     return {sc.id: sc.split for sc in load_scenarios(list(paths))}
 
 
+def only(rows: Rows, pick: Callable[[QuestionScores], bool]) -> Rows:
+    """Every system's rows of the questions ``pick`` keeps."""
+    return {s: {q: v for q, v in r.items() if pick(v)} for s, r in rows.items()}
+
+
 def keep(rows: Rows, wanted: set[str] | None) -> Rows:
-    if wanted is None:
-        return rows
-    return {s: {q: v for q, v in r.items() if v.conversation in wanted} for s, r in rows.items()}
+    return rows if wanted is None else only(rows, lambda v: v.conversation in wanted)
 
 
 def mean(scores: Iterable[QuestionScores], metric: str) -> tuple[float | None, int]:
     vals = [float(v) for s in scores if (v := s.scores.get(metric)) is not None]
     return (sum(vals) / len(vals) if vals else None, len(vals))
+
+
+def below(value: float | None, ref: float | None) -> bool:
+    """Is ``value`` under ``ref`` as the tables print them (three decimals)?"""
+    return value is not None and ref is not None and round(value, 3) < round(ref, 3)
 
 
 def fmt(x: float | None) -> str:
@@ -129,14 +137,14 @@ def unders(rows: Rows, group_of, label: str) -> list[str]:
     out = []
     groups = sorted({group_of(q) for q in rows[MNEMIS].values()})
     for g in groups:
-        sub = {s: {k: v for k, v in r.items() if group_of(v) == g} for s, r in rows.items()}
+        sub = only(rows, lambda v, g=g: group_of(v) == g)
         mine = [fmt(mean(sub[MNEMIS].values(), m)[0]) for m in RECALL]
         losses = []
         for b, metric in zip(BUDGETS, RECALL, strict=True):
             m, _ = mean(sub[MNEMIS].values(), metric)
             for system in sorted(s for s in sub if s != MNEMIS):
                 f, _ = mean(sub[system].values(), metric)
-                if m is not None and f is not None and round(m, 3) < round(f, 3):
+                if below(m, f):
                     losses.append(f"{system} at {b} ({fmt(m)} / {fmt(f)})")
         n = len(sub[MNEMIS])
         verdict = "under " + ", ".join(losses) if losses else "above or level with every flat system"
@@ -152,9 +160,7 @@ def cell(values: list[float | None], best: list[float | None], mark: str) -> str
     out = []
     for v, b in zip(values, best, strict=True):
         text = fmt(v)
-        out.append(
-            f"{mark}{text}{mark}" if b is not None and v is not None and round(v, 3) < round(b, 3) else text
-        )
+        out.append(f"{mark}{text}{mark}" if below(v, b) else text)
     return " / ".join(out)
 
 
@@ -245,13 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.incremental:
         ap.error("name at least one --incremental run")
-    wanted = None
-    if args.split:
-        parts = splits_of(args.suite or default_suite_paths())
-        wanted = {c for c, part in parts.items() if part == args.split}
+    parts = splits_of(args.suite or default_suite_paths()) if args.split or args.split_tables else {}
+    wanted = {c for c, part in parts.items() if part == args.split} if args.split else None
     inc, full, aat = (keep(load_runs(f), wanted) for f in (args.incremental, args.full, args.ask_at_time))
     if args.split_tables:
-        parts = splits_of(args.suite or default_suite_paths())
         tables = [("incremental", inc, inc), ("bulk", full, full), ("ask-at-time", aat, inc)]
         for label, mine, flat in tables:
             if MNEMIS in mine:

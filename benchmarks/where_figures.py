@@ -41,25 +41,22 @@ from bench_table import (
     RECALL,
     Rows,
     add_run_arguments,
+    below,
     fmt,
     load_runs,
     mean,
+    only,
     run_records,
 )
 
 from mnemis_integrations.errors import ConfigError
 from mnemis_integrations.evaluation.paired import QuestionScores, paired_bootstrap
+from mnemis_integrations.evaluation.scenario_data import Scenario
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios, scenario_of
 
 PARTS = ("tune", "holdout")
 COMPARED = ("dense", "chunk3")  # the "How sure" table's flat systems
 ALL_QUESTIONS = ("mrr", "recall@5", "recall@10", "tied_top5", "equal_top5")
-
-Pick = Callable[[QuestionScores], bool]
-
-
-def only(rows: Rows, pick: Pick) -> Rows:
-    return {s: {q: v for q, v in r.items() if pick(v)} for s, r in rows.items()}
 
 
 def _evolution(scores: Mapping[str, QuestionScores]) -> list[QuestionScores]:
@@ -130,10 +127,7 @@ def pairs_under(rows: Rows, budgets: tuple[int, ...] = (256, 512)) -> str:
         for b in budgets:
             metric = f"budget_recall@{b}"
             mine = mean(sub[MNEMIS].values(), metric)[0]
-            flat = [
-                v for s, r in sub.items() if s != MNEMIS and (v := mean(r.values(), metric)[0]) is not None
-            ]
-            if mine is not None and flat and round(mine, 3) < round(max(flat), 3):
+            if any(below(mine, mean(r.values(), metric)[0]) for s, r in sub.items() if s != MNEMIS):
                 under[b] += 1
     per = ", ".join(f"{under[b]} at {b}" for b in budgets)
     total = len(convs) * len(budgets)
@@ -192,12 +186,12 @@ def links(per: Mapping[str, dict], groups: Mapping[str, Callable[[str, dict], bo
 
 
 def written_later(
-    paths: Iterable[str | Path], folders: Iterable[str | Path], part: str = "holdout"
+    scenarios: Iterable[Scenario], folders: Iterable[str | Path], part: str = "holdout"
 ) -> list[str]:
     """Bulk: the questions of ``part`` whose first hit holding messages holds only messages written
     after the question was asked, per system."""
     when, asked, parts = {}, {}, {}
-    for sc in load_scenarios(list(paths)):
+    for sc in scenarios:
         when |= {m.id: m.timestamp for m in sc.messages}
         asked |= {q.id: q.asked_at for q in sc.questions}
         parts[sc.id] = sc.split
@@ -224,8 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.incremental:
         ap.error("name at least one --incremental run")
-    suite = args.suite or default_suite_paths()
-    scenarios = load_scenarios(list(suite))
+    scenarios = load_scenarios(list(args.suite or default_suite_paths()))
     part_of = {sc.id: sc.split for sc in scenarios}
     language = {sc.id: sc.language for sc in scenarios}
     not_fresh = {c for c in args.not_fresh.split(",") if c}
@@ -274,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += links(per, groups)
     if args.full:
         lines += ["", "bulk, held-out questions whose first hit was written after the question:"]
-        lines += written_later(suite, args.full)
+        lines += written_later(scenarios, args.full)
     print("\n".join(lines))
     return 0
 
