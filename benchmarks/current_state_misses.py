@@ -141,7 +141,8 @@ def report(records: list[dict], config: MemoryConfig, show: bool = False) -> str
     for r in missed if show else ():
         lines.append(
             f"MISS {r['question_id']} (current {r['current_rank']}, superseded {r['superseded_rank']}, "
-            f"{'linked' if r['linked'] else 'no link'}) {r['question']}"
+            f"{'linked' if r['linked'] else 'no link'}, "
+            f"{'asks for the end' if r['asks_end'] else 'asks otherwise'}) {r['question']}"
         )
         lines += [f"      now: {t[:100]}" for t in r["current"]]
         lines += [f"      was: {t[:100]}" for t in r["superseded"]]

@@ -301,6 +301,10 @@ def test_current_state_misses_read_the_tune_split_only_and_agree_with_the_metric
     text = misses.report(records, MemoryConfig(), show=True)
     assert text.startswith(f"current state first {sum(r['first'] for r in records)} of {len(records)}")
     assert text.count("MISS ") == sum(not r["first"] for r in records)
+    # each miss says whether its question asks for the end state: the kind the present-state rules read
+    miss_lines = [line for line in text.splitlines() if line.startswith("MISS ")]
+    assert miss_lines  # the hashing embedder misses some of denver_move's states
+    assert all(("asks for the end)" in line) != ("asks otherwise)" in line) for line in miss_lines)
 
 
 def _two_venue_scenario(path):
