@@ -125,7 +125,10 @@ class EmbeddingCache:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed("q", texts)
 
-    def _embedder_id(self) -> str:
+    @property
+    def embedder_id(self) -> str:
+        """The wrapped embedder's id (its class name where it has none): what a run reports, and what a
+        saved cache is checked against."""
         return str(getattr(self.embedder, "id", type(self.embedder).__name__))
 
     def load(self, path: str | os.PathLike[str]) -> int:
@@ -136,7 +139,7 @@ class EmbeddingCache:
         if not Path(path).exists():
             return 0
         with np.load(path, allow_pickle=False) as z:
-            if str(z["embedder_id"]) != self._embedder_id():
+            if str(z["embedder_id"]) != self.embedder_id:
                 return 0
             kinds, texts, costs = z["kinds"].tolist(), z["texts"].tolist(), z["costs"].tolist()
             before = len(self._store)
@@ -157,7 +160,7 @@ class EmbeddingCache:
         part = target.with_name(f"{target.name}.{os.getpid()}.part.npz")
         np.savez(
             part,
-            embedder_id=np.array(self._embedder_id()),
+            embedder_id=np.array(self.embedder_id),
             kinds=np.array([k for k, _ in keys]),
             texts=np.array([text for _, text in keys]),
             vectors=np.stack([self._store[k][0] for k in keys]),

@@ -391,7 +391,7 @@ def run_benchmark(
             "systems": list(built),
             "budgets": list(budgets),
             "k": k,
-            "embedder": str(getattr(cache, "id", type(cache.embedder).__name__)),
+            "embedder": cache.embedder_id,
             "conversations": [c.id for c in bench.conversations],
             "limit_questions": limit_questions,
             "feed": "stream" if bench.stream else "batch",
