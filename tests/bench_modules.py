@@ -16,7 +16,7 @@ def bench_module(name: str) -> ModuleType:
     if key in sys.modules:
         return sys.modules[key]
     if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))  # scripts import their siblings (growth) by name
+        sys.path.insert(0, str(BENCHMARKS))  # scripts import their siblings (bench_table) by name
     spec = importlib.util.spec_from_file_location(key, BENCHMARKS / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[key] = mod  # dataclasses look their module up there
