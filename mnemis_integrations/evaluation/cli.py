@@ -194,8 +194,7 @@ def _execute(
         progress=say,
         inspect=inspect,
     )
-    if args.vector_cache:
-        embedder.save(args.vector_cache)
+    embedder.save(args.vector_cache)
     paths = write_reports(result, args.out, plot=not args.no_plot)
     say("wrote " + ", ".join(str(p) for p in paths.values()))
     print(paths["markdown"].read_text(encoding="utf-8"))
