@@ -99,6 +99,9 @@ class AnnotatedUpdateJudge(OfflineUpdateJudge):
             olds[sup.new].update(sup.old)
         self.olds = {new: sorted(ks, key=lambda k: -order[k]) for new, ks in olds.items()}
 
+    def may_replace(self, m: Any, earlier: Any) -> bool:
+        return not {o.id for o in earlier}.isdisjoint(self.olds.get(m.id, ()))
+
     def scored_candidates(self, st: Any, m: Any, unsaid: Any) -> list[tuple[str, float]]:
         return [(k, math.inf) for k in self.olds.get(m.id, ()) if k in st.messages]
 
@@ -114,6 +117,10 @@ class SimulatedModelJudge(AnnotatedUpdateJudge):
     def __init__(self, config: Any, scenario: Any, recall: float, false_rate: float, seed: int = 0):
         super().__init__(config, scenario)
         self.recall, self.false_rate, self.seed = recall, false_rate, seed
+
+    def may_replace(self, m: Any, earlier: Any) -> bool:
+        # an annotated pair, or a wrong one: the offline judge's best, which passes its gate
+        return super().may_replace(m, earlier) or OfflineUpdateJudge.may_replace(self, m, earlier)
 
     def scored_candidates(self, st: Any, m: Any, unsaid: Any) -> list[tuple[str, float]]:
         draw = random.Random(f"{self.seed}:{m.id}").random()

@@ -16,6 +16,7 @@ from mnemis_integrations.core.builder.updates import (
     candidate_pool,
     candidate_scores,
     change_values,
+    gate_passed,
     replaced,
 )
 from mnemis_integrations.core.config import MemoryConfig
@@ -169,6 +170,9 @@ class _Picks(OfflineUpdateJudge):
         super().__init__(config)
         self.picks = picks
 
+    def may_replace(self, m, earlier):
+        return self.picks.get(m.id) in {o.id for o in earlier}
+
     def scored_candidates(self, st, m, unsaid):
         return [(self.picks[m.id], 10.0)] if m.id in self.picks else []
 
@@ -231,3 +235,40 @@ def test_a_wider_candidate_pool_holds_the_narrow_one_and_only_earlier_messages()
     assert set(narrow) == {k for k, _ in candidate_scores(st, last)} | set(
         narrow
     )  # what the judge scores is in it
+
+
+class _Counting(OfflineUpdateJudge):
+    """The offline judge, noting each message it scores."""
+
+    def __init__(self, config, judge_every_later: bool = False):
+        super().__init__(config)
+        self.judged: list[str] = []
+        self.every = judge_every_later
+
+    def may_replace(self, m, earlier):
+        return self.every or super().may_replace(m, earlier)
+
+    def scored_candidates(self, st, m, unsaid):
+        self.judged.append(m.id)
+        return super().scored_candidates(st, m, unsaid)
+
+
+def test_a_history_told_late_is_judged_again_only_by_the_later_messages_that_may_replace_it():
+    """The live chat first, then the booking it changed told late (an imported history): the move already
+    stored retires it, as when every later message near it is judged again; of those, only the ones past
+    the change gate (the tax date, the move) are scored, not the desks or the espresso machine."""
+    msgs = _msgs(OFFSITE)
+    links, judged = [], []
+    for every in (False, True):
+        mem = MnemisMemory(embedder=HashingEmbedder())
+        judge = _Counting(mem.config.build, judge_every_later=every)
+        mem.builder.steps = dataclasses.replace(mem.builder.steps, updates=judge)
+        mem.add_messages(msgs[1:], namespace="u")
+        judge.judged.clear()
+        mem.add_messages([msgs[0]], namespace="u")
+        links.append(_links(mem))
+        judged.append(judge.judged)
+    assert links == [{(("m4",), ("m0",))}] * 2
+    assert judged[1] == ["m0", "m1", "m2", "m3", "m4"]
+    assert judged[0] == ["m0", "m2", "m4"]
+    assert [gate_passed(m["text"], msgs[0]["text"]) for m in msgs[1:]] == [False, True, False, True]

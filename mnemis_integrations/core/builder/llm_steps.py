@@ -515,6 +515,9 @@ class LLMMessageUpdateJudge(OfflineUpdateJudge):
         finally:
             self._replaced = {}
 
+    def may_replace(self, m: Message, earlier: Sequence[Message]) -> bool:
+        return m.id in self._replaced or super().may_replace(m, earlier)
+
     def scored_candidates(
         self, st: NamespaceState, m: Message, unsaid: Sequence[str]
     ) -> list[tuple[str, float]]:
