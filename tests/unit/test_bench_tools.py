@@ -309,10 +309,20 @@ def test_current_state_misses_read_the_tune_split_only_and_agree_with_the_metric
     assert all(("asks for the end)" in line) != ("asks otherwise)" in line) for line in miss_lines)
 
 
+def _scenario_file(path, sid: str, title: str, texts, supersessions, question):
+    """A tune scenario file of ``texts`` (speaker, text), one a day from 1 March 2025, ids ``<sid>-m001``."""
+    messages = [
+        {"id": f"{sid}-m{i:03d}", "speaker": who, "text": text, "timestamp": f"2025-03-{i:02d}T19:00+00:00"}
+        for i, (who, text) in enumerate(texts, start=1)
+    ]
+    scenario = {"id": sid, "language": "en", "title": title, "split": "tune", "messages": messages,
+                "supersessions": supersessions, "questions": [question]}  # fmt: skip
+    path.write_text(json.dumps(scenario))
+    return path
+
+
 def _two_venue_scenario(path):
     """A scenario whose one change (the venue) the offline judge misses: no change cue, no value changed."""
-    import json
-
     texts = [
         ("Ann", "The quiz night will be at the Red Lion on Friday."),
         ("Bob", "Great, I'll bring the answer sheets."),
@@ -321,19 +331,12 @@ def _two_venue_scenario(path):
         ("Ann", "The landlord says the back room seats sixty."),
         ("Bob", "Quiz night is at the Crown and Anchor now, the Red Lion flooded."),
     ]
-    messages = [
-        {"id": f"qn-m{i:03d}", "speaker": who, "text": text, "timestamp": f"2025-03-{i:02d}T19:00:00+00:00"}
-        for i, (who, text) in enumerate(texts, start=1)
-    ]
     question = {"id": "qn-q01", "question": "Where is the quiz night?", "class": "evolution",
                 "asked_at": "2025-03-10T19:00:00+00:00", "evidence": ["qn-m001", "qn-m006"],
                 "current": ["qn-m006"], "superseded": ["qn-m001"],
                 "answer": "The Crown and Anchor."}  # fmt: skip
-    scenario = {"id": "qn", "language": "en", "title": "a quiz night", "split": "tune", "messages": messages,
-                "supersessions": [{"new": "qn-m006", "old": ["qn-m001"], "kind": "reversal"}],
-                "questions": [question]}  # fmt: skip
-    path.write_text(json.dumps(scenario))
-    return path
+    sups = [{"new": "qn-m006", "old": ["qn-m001"], "kind": "reversal"}]
+    return _scenario_file(path, "qn", "a quiz night", texts, sups, question)
 
 
 def test_the_sweep_can_take_the_annotation_as_the_update_judge(tmp_path, capsys):
@@ -617,3 +620,34 @@ def test_the_where_figures_are_read_off_the_runs_per_part(tmp_path, capsys):
     )
     assert "holdout, en: update links 1.000 (2/2)" in out
     assert "dense: 0 of 1 (.000)\nmnemis: 1 of 1 (1.000)" in out
+
+
+def test_the_imported_history_bench_builds_both_orders_and_scores_them_against_the_annotation(tmp_path):
+    """``imported_history.py``: an offsite moved, then its head count changed; told in order and with the
+    history imported after the live chat, both builds make the two annotated links (the imported one
+    keeps every in-order link), none points back in time, and the table names both orders."""
+    from mnemis_integrations.core.embedders import HashingEmbedder
+    from mnemis_integrations.evaluation.scenarios import load_scenarios
+
+    texts = [
+        ("ana", "The team offsite is booked at Lakeside Lodge for March 14, 40 people."),
+        ("ben", "I ordered new standing desks for the Berlin office."),
+        ("ana", "Update: the offsite moved from Lakeside Lodge to Hilltop Inn, March 21, 40 people."),
+        ("ben", "The espresso machine in the kitchen is broken again."),
+        ("ana", "Update: the offsite at Hilltop Inn is now 45 people, still March 21."),
+    ]
+    question = {"id": "o-q01", "question": "Where is the offsite?", "class": "evolution",
+                "asked_at": "2025-03-09T09:00:00+00:00", "evidence": ["o-m003", "o-m005"],
+                "current": ["o-m005"], "superseded": ["o-m003"],
+                "answer": "Hilltop Inn, 45 people."}  # fmt: skip
+    sups = [{"new": "o-m003", "old": ["o-m001"], "kind": "reversal"},
+            {"new": "o-m005", "old": ["o-m003"], "kind": "gradual"}]  # fmt: skip
+    path = _scenario_file(tmp_path / "o.json", "o", "an offsite", texts, sups, question)
+    imp = _module("imported_history")
+    totals = imp.measure(EmbeddingCache(HashingEmbedder()), load_scenarios([path]), 0.4)
+    for order in imp.ORDERS:
+        t = totals[("tune", order)]
+        assert (t["edges"], t["correct"], t["covered"], t["backwards"]) == (2, 2, 2, 0)
+    assert (totals[("tune", "imported")]["kept"], totals[("tune", "imported")]["in_order_links"]) == (2, 2)
+    table = imp.table(totals)
+    assert "| tune | in order | 2 | 1.000 (2/2) |" in table and "| tune | imported | 2 |" in table

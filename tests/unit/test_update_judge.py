@@ -272,3 +272,32 @@ def test_a_history_told_late_is_judged_again_only_by_the_later_messages_that_may
     assert judged[1] == ["m0", "m1", "m2", "m3", "m4"]
     assert judged[0] == ["m0", "m2", "m4"]
     assert [gate_passed(m["text"], msgs[0]["text"]) for m in msgs[1:]] == [False, True, False, True]
+
+
+MOVED_TWICE = [
+    ("ana", "The team offsite is booked at Lakeside Lodge for March 14, 40 people."),
+    ("ben", "I ordered new standing desks for the Berlin office."),
+    ("ana", "Update: the offsite moved from Lakeside Lodge to Hilltop Inn, March 21, 40 people."),
+    ("ben", "The espresso machine in the kitchen is broken again."),
+    ("ana", "Update: the offsite at Hilltop Inn is now 45 people, still March 21."),
+]
+
+
+def test_a_history_imported_after_the_live_chat_is_linked_as_when_told_in_order():
+    """The live chat (the head count change) first, then the history before it in one call (the booking
+    and its move): the history's own move still replaces the booking, and the head count replaces the
+    move, not the booking, as when every message is told in order. Judged fragment by fragment as the
+    history was written, the head count found only the booking, took it, and the move could no longer
+    replace it."""
+    msgs = _msgs(MOVED_TWICE)
+    in_order = MnemisMemory(embedder=HashingEmbedder())
+    for m in msgs:
+        in_order.add_messages([m], namespace="u")
+    imported = MnemisMemory(embedder=HashingEmbedder())
+    for m in msgs[3:]:
+        imported.add_messages([m], namespace="u")
+    imported.add_messages(msgs[:3], namespace="u")
+    assert _links(in_order) == _links(imported) == {(("m2",), ("m0",)), (("m4",), ("m2",))}
+    g = imported.graph("u")
+    active = sorted(f.source_ids[0] for f in g.nodes(NodeKind.FRAGMENT) if f.status == Status.ACTIVE)
+    assert active == ["m1", "m3", "m4"]

@@ -485,6 +485,8 @@ class LLMUpdateJudge:
         n = calls.llm.batch_fragments
         for i in range(0, len(created), n):
             one(created[i : i + n], {fid for fid, _ in created[i + n :]})
+        # fragments told late among those the fallback judged: their later neighbours, judged again
+        self.fallback.batch_added(st, created, rep)
 
 
 class LLMMessageUpdateJudge(OfflineUpdateJudge):

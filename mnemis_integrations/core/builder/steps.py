@@ -52,6 +52,10 @@ class BuildReport:
     entities_created: int = 0
     updates_linked: int = 0
     touched: set[str] = field(default_factory=set)
+    # Fragments written older than a fragment already held (an imported history), each with the
+    # messages it was written with: the update step judges the later messages near those once every
+    # fragment of the batch is written.
+    told_late: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

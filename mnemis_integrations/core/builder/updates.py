@@ -237,11 +237,6 @@ class OfflineUpdateJudge:
     def __init__(self, config: BuildConfig):
         self.cfg = config
 
-    def batch_added(
-        self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport
-    ) -> None:
-        """Nothing left to judge: every fragment was judged as it was written."""
-
     def fragment_added(self, st: NamespaceState, frag: Node, msgs: list[Message], rep: BuildReport) -> None:
         """Supersede the earlier fragments whose messages the new messages ``msgs`` (of ``frag``) replace.
 
@@ -252,17 +247,16 @@ class OfflineUpdateJudge:
         same fragment means the change happened inside it: nothing is linked. Both lookups are
         bounded (``POOL`` neighbours, rare words only), whatever the size of the namespace.
 
-        A fragment told late (an imported history after the live chat) is older than fragments
-        already built, which were judged before it arrived: each later message near one of its
-        messages that :meth:`may_replace` one of them is judged again, and the first whose best
-        candidate is one of them retires it.
+        A fragment told late (older than a fragment already held: an imported history after the live
+        chat) goes into ``rep.told_late`` with ``msgs``: the later messages near those are judged again
+        in :meth:`batch_added`.
         """
         g = st.graph
         idx = st.build_index()
         own = set(frag.source_ids)
         olds: list[str] = []
-        late = idx.following(st, frag.id) is not None
-        later: dict[str, None] = {}
+        if idx.following(st, frag.id) is not None:
+            rep.told_late.append((frag.id, tuple(m.id for m in msgs)))
         for p, m in enumerate(msgs):
             if m.id not in st.msg_vectors or m.id not in st.lexical:
                 continue
@@ -270,15 +264,6 @@ class OfflineUpdateJudge:
             # the features are those a message at a time gives (the weights were fitted on those).
             unsaid = [x.id for x in msgs[p + 1 :]]
             best = self._best_replaced(st, idx, m, unsaid)
-            if late:
-
-                def after(k: str, said: tuple = time_order(m)) -> bool:
-                    other = st.messages.get(k)
-                    return other is not None and k not in own and time_order(other) > said
-
-                near = st.msg_vectors.top(st.msg_vectors.get(m.id), 4 * POOL)
-                found = st.lexical.overlapping(m.text, POOL, after, max_df=OVERLAP_MAX_DF)
-                later.update(dict.fromkeys(k for k in [*near, *(k for k, _ in found)] if after(k)))
             if best is None or best in own:
                 continue  # nothing replaced, or the change happened inside this fragment
             for fid in linkable_fragments(st, idx, best, frag.id, self.cfg.update_links == "message"):
@@ -291,26 +276,77 @@ class OfflineUpdateJudge:
                     replaced_by=(m.id,),
                 )
                 olds.append(fid)
-        held = [st.messages[k] for k in frag.source_ids if k in st.messages]
+        if olds:
+            idx.status_changed(st, olds)
+            rep.updates_linked += len(olds)
+
+    def batch_added(
+        self, st: NamespaceState, created: list[tuple[str, list[Message]]], rep: BuildReport
+    ) -> None:
+        """Judge again the later messages near the batch's fragments told late (``rep.told_late``),
+        which were judged before those fragments arrived.
+
+        Only once every fragment of the batch is written and linked within the batch: judged fragment
+        by fragment as it was written, a later message found an imported history's first state before
+        its later states existed, took it as what it replaced, and the history's own change could then
+        no longer link it (BENCHMARKS.md, fifty-eighth round). Each later message near one of their
+        messages that :meth:`may_replace` one of them is judged again, in time order; one whose best
+        candidate a still active one holds retires it. The batch's own messages are not judged again:
+        they were judged in time order as they were written.
+        """
+        if not rep.told_late:
+            return
+        g = st.graph
+        idx = st.build_index()
+        told = [(f, mids) for f, mids in rep.told_late if g.has(f)]
+        late = list(dict.fromkeys(f for f, _ in told))
+        batch = {m.id for _, msgs in created for m in msgs} | {k for f in late for k in g.get(f).source_ids}
+        later: dict[str, set[str]] = {}  # a later message -> the late fragments it was found near
+        for fid, mids in told:
+            for mid in mids:
+                m = st.messages.get(mid)
+                if m is None or mid not in st.msg_vectors or mid not in st.lexical:
+                    continue
+
+                def after(k: str, said: tuple = time_order(m)) -> bool:
+                    other = st.messages.get(k)
+                    return other is not None and k not in batch and time_order(other) > said
+
+                near = st.msg_vectors.top(st.msg_vectors.get(mid), 4 * POOL)
+                found = st.lexical.overlapping(m.text, POOL, after, max_df=OVERLAP_MAX_DF)
+                for k in [*near, *(k for k, _ in found)]:
+                    if after(k):
+                        later.setdefault(k, set()).add(fid)
+        olds: list[str] = []
         for k in sorted(later, key=lambda k: time_order(st.messages[k])):
-            if frag.status != Status.ACTIVE:
+            active = [f for f in late if g.get(f).status == Status.ACTIVE]
+            if not active:
                 break
             m = st.messages[k]
-            if not self.may_replace(m, held):
+            near_it = [
+                st.messages[x]
+                for f in active
+                if f in later[k]
+                for x in g.get(f).source_ids
+                if x in st.messages
+            ]
+            if not self.may_replace(m, near_it):
                 continue
             best = self._best_replaced(st, idx, m, ())
-            holders = linkable_fragments(st, idx, k, frag.id)
-            if best in own and holders:
+            # the best may lie in another fragment of the history than those it was found near
+            retired = [f for f in active if best is not None and best in g.get(f).source_ids]
+            holders = linkable_fragments(st, idx, k, "")
+            if retired and holders:
                 newer = g.get(holders[0])
                 supersede(
                     g,
-                    old_id=frag.id,
+                    old_id=retired[0],
                     new_id=newer.id,
                     when=m.timestamp or newer.created_at,
                     replaced=(best,),
                     replaced_by=(k,),
                 )
-                olds.append(frag.id)
+                olds.append(retired[0])
         if olds:
             idx.status_changed(st, olds)
             rep.updates_linked += len(olds)
