@@ -318,23 +318,19 @@ class OfflineUpdateJudge:
                     if after(k):
                         later.setdefault(k, set()).add(fid)
         olds: list[str] = []
+        active = {f for f in late if g.get(f).status == Status.ACTIVE}
         for k in sorted(later, key=lambda k: time_order(st.messages[k])):
-            active = [f for f in late if g.get(f).status == Status.ACTIVE]
             if not active:
                 break
             m = st.messages[k]
             near_it = [
-                st.messages[x]
-                for f in active
-                if f in later[k]
-                for x in g.get(f).source_ids
-                if x in st.messages
+                st.messages[x] for f in later[k] & active for x in g.get(f).source_ids if x in st.messages
             ]
             if not self.may_replace(m, near_it):
                 continue
             best = self._best_replaced(st, idx, m, ())
             # the best may lie in another fragment of the history than those it was found near
-            retired = [f for f in active if best is not None and best in g.get(f).source_ids]
+            retired = [f for f in linkable_fragments(st, idx, best, "") if f in active] if best else []
             holders = linkable_fragments(st, idx, k, "")
             if retired and holders:
                 newer = g.get(holders[0])
@@ -346,6 +342,7 @@ class OfflineUpdateJudge:
                     replaced=(best,),
                     replaced_by=(k,),
                 )
+                active.discard(retired[0])
                 olds.append(retired[0])
         if olds:
             idx.status_changed(st, olds)
