@@ -651,3 +651,9 @@ def test_the_imported_history_bench_builds_both_orders_and_scores_them_against_t
     assert (totals[("tune", "imported")]["kept"], totals[("tune", "imported")]["in_order_links"]) == (2, 2)
     table = imp.table(totals)
     assert "| tune | in order | 2 | 1.000 (2/2) |" in table and "| tune | imported | 2 |" in table
+    # --search: the one question asked of both memories, after the last message, the head count first
+    asked = imp.measure(EmbeddingCache(HashingEmbedder()), load_scenarios([path]), 0.4, search=True)
+    for order in imp.ORDERS:
+        [reading] = asked[("tune", order)]["asked"]
+        assert reading["CSF"] == 1.0 and reading["R@2048"] == 1.0
+    assert "| tune | imported | 1 | 1.000 / 1.000 / 1.000 / 1.000 | 1.000 (1/1) |" in imp.table(asked)
