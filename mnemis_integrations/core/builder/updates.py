@@ -305,18 +305,15 @@ class OfflineUpdateJudge:
         for fid, mids in told:
             for mid in mids:
                 m = st.messages.get(mid)
-                if m is None or mid not in st.msg_vectors or mid not in st.lexical:
+                if m is None:
                     continue
 
                 def after(k: str, said: tuple = time_order(m)) -> bool:
                     other = st.messages.get(k)
                     return other is not None and k not in batch and time_order(other) > said
 
-                near = st.msg_vectors.top(st.msg_vectors.get(mid), 4 * POOL)
-                found = st.lexical.overlapping(m.text, POOL, after, max_df=OVERLAP_MAX_DF)
-                for k in [*near, *(k for k, _ in found)]:
-                    if after(k):
-                        later.setdefault(k, set()).add(fid)
+                for k in later_neighbours(st, mid, after):
+                    later.setdefault(k, set()).add(fid)
         olds: list[str] = []
         active = {f for f in late if g.get(f).status == Status.ACTIVE}
         for k in sorted(later, key=lambda k: time_order(st.messages[k])):
@@ -457,8 +454,9 @@ def _nearest_earlier(
 
 def later_neighbours(st: NamespaceState, mid: str, keep: Callable[[str], bool]) -> list[str]:
     """The ``keep`` messages nearest ``mid`` by vector and by word overlap (``POOL`` of each): where a
-    message that replaces ``mid`` is looked for at search time, the reverse of :func:`candidate_scores`'
-    pool. Bounded whatever the size of the namespace."""
+    message that replaces ``mid`` is looked for, at search time and for a fragment told late
+    (:meth:`OfflineUpdateJudge.batch_added`), the reverse of :func:`candidate_scores`' pool. Bounded
+    whatever the size of the namespace."""
     if mid not in st.msg_vectors or mid not in st.lexical:
         return []
     return _merged(*_neighbours(st, mid, st.messages[mid].text, lambda k: k != mid and keep(k)))
