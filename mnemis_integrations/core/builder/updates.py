@@ -384,7 +384,10 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
     near, by_overlap = _nearest_earlier(st, m, unsaid)
     terms = st.lexical.terms(m.id)
     rarity = st.lexical.idfs(terms, unsaid)  # read once, not per candidate
-    mine = sum(rarity.values())
+    # fsum: a plain sum over a set's order differs in its last bits from one process to the next
+    # (string hashing is seeded per process), and two candidates whose overlaps are equal would
+    # then rank apart, and a link be made in one process and not in another
+    mine = math.fsum(rarity.values())
     cosine = dict(near)
     pool = _merged(near, by_overlap)
     weights = st.lexical.weights(pool, hidden=unsaid)
@@ -397,7 +400,7 @@ def candidate_scores(st: NamespaceState, m: Message, unsaid: Sequence[str] = ())
                 other.text,
                 other.speaker,
                 abs(m.seq - other.seq),
-                sum(rarity[t] for t in terms & st.lexical.terms(k)),
+                math.fsum(rarity[t] for t in terms & st.lexical.terms(k)),
                 weights[k],
                 cosine.get(k),
             )

@@ -126,7 +126,8 @@ class LexicalIndex:
         """
         texts = {k: self.terms(k) for k in keys}
         rarity = self.idfs(set().union(*texts.values()), hidden)  # a term the keys share is read once
-        return {k: sum(rarity[t] for t in terms) for k, terms in texts.items()}
+        # fsum: the same total whatever order a set of terms is read in (set order varies by process)
+        return {k: math.fsum(rarity[t] for t in terms) for k, terms in texts.items()}
 
     def overlapping(
         self,
@@ -151,7 +152,7 @@ class LexicalIndex:
         withheld = self._slots_of(hidden)
         withheld_slots = np.fromiter(withheld, np.int64, len(withheld))
         slots, weights = [], []
-        for term in set(lexical_terms(query)):
+        for term in sorted(set(lexical_terms(query))):  # a fixed order: the sums below follow it
             posting = self._postings.get(term)
             if not posting or (max_df is not None and self._df(term, withheld) > max_df):
                 continue
@@ -167,7 +168,8 @@ class LexicalIndex:
         np.add.at(summed, inverse, np.concatenate(weights))
         out: list[tuple[str, float]] = []
         keys = self._keys
-        for i in np.lexsort((uniq, -summed)).tolist():
+        # Totals equal but for their last bits (the same weights added in another order) are ties.
+        for i in np.lexsort((uniq, -np.round(summed, 9))).tolist():
             key = keys[int(uniq[i])]
             if key is not None and (keep is None or keep(key)):
                 out.append((key, float(summed[i])))

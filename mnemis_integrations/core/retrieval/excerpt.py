@@ -8,6 +8,7 @@ fit, in their order, with ``…`` where text was left out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 from ..passages import characters, passages, pieces, text_lines
@@ -65,7 +66,8 @@ def excerpt(
         return ""
     weight = rarity or {}
     wanted = set(lexical_terms(query))
-    scores = [sum(weight.get(t, 1.0) for t in held & wanted) for held in terms]
+    # fsum: the same total whatever order the set of terms is read in (set order varies by process)
+    scores = [math.fsum(weight.get(t, 1.0) for t in held & wanted) for held in terms]
     matching = sorted((i for i in range(len(units)) if scores[i]), key=lambda i: (-scores[i], i))
     # Passages are measured once (a long message is met again by every search that finds it); a
     # selection is estimated as their sum plus a token for each separator and the closing gap

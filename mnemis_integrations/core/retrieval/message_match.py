@@ -49,8 +49,9 @@ def term_coverage(query_terms: Collection[str], message_terms: Sequence[Collecti
     n = len(message_terms)
     df = {t: sum(t in m for m in message_terms) for t in terms}
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    whole = sum(idf.values())
-    return np.array([sum(idf[t] for t in terms if t in m) / whole for m in message_terms])
+    # fsum: the same total whatever order the set of terms is read in (set order varies by process)
+    whole = math.fsum(idf.values())
+    return np.array([math.fsum(idf[t] for t in terms if t in m) / whole for m in message_terms])
 
 
 def message_match(
