@@ -27,7 +27,7 @@ def _reference_path(st, qvec, query, cfg, threshold, allowed, speakers=(), messa
         ids_iter, node_sims, msg_sims = semantic._coarse(st, qvec, allowed, lex, messages, visible_key)
     else:
         node_sims, msg_sims = semantic._exact_similarities(st, qvec, messages)
-        ids_iter = allowed
+        ids_iter = sorted(allowed)  # the layout's order: by id, whatever the set's
     msg_sims = semantic._boost_speakers(st, msg_sims, speakers, cfg)
     ids, dense, lexical = [], [], []
     for nid in ids_iter:

@@ -129,7 +129,9 @@ def _lexical(
 ) -> tuple[dict[str, float], float]:
     """BM25 over the messages in scope for the query without the speakers it names, and its best score."""
     lex_query = query
-    for name in speakers:
+    # longest first: "Ann" taken out before "Ann Marie" would leave "Marie" (and a set's order
+    # changes with the process's hash seed)
+    for name in sorted(speakers, key=lambda s: (-len(s), s)):
         lex_query = re.sub(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", " ", lex_query, flags=re.IGNORECASE)
     lex = st.lexical.scores(lex_query) if cfg.lexical_weight > 0 else {}
     if messages is not None:
@@ -216,13 +218,14 @@ def _layout(st: NamespaceState, ids: list[str], source: Collection[str] | None =
 
 
 def _visible_layout(st: NamespaceState, allowed: set[str], visible_key: Hashable | None) -> _Layout:
-    """The exact path's layout of ``allowed`` (those with a vector, in the set's order), memoised
-    under ``visible_key`` and the very set it was made from: read in another set's order, equal
-    scores would break otherwise. The layout holds that set, so no other set can take its ``id``
-    while it is kept. A filter's scope (no key) is laid out anew."""
+    """The exact path's layout of ``allowed`` (those with a vector, by id: a set's own order changes
+    from one process to the next with the string-hash seed, and equal scores break by layout
+    position), memoised under ``visible_key`` and the very set it was made from. The layout holds
+    that set, so no other set can take its ``id`` while it is kept. A filter's scope (no key) is laid
+    out anew."""
 
     def lay_out() -> _Layout:
-        return _layout(st, [i for i in allowed if i in st.node_vectors], allowed)
+        return _layout(st, sorted(i for i in allowed if i in st.node_vectors), allowed)
 
     return lay_out() if visible_key is None else memo(st, "layout", (visible_key, id(allowed)), lay_out)
 
@@ -263,7 +266,7 @@ def _message_scores(
 
 
 def _sample(allowed: Collection[str], n: int) -> list[str]:
-    ids = list(allowed)
+    ids = sorted(allowed)  # a fixed draw needs a fixed order: a set's changes with the hash seed
     pick = np.random.default_rng(0).choice(len(ids), size=min(n, len(ids)), replace=False)
     return [ids[i] for i in pick]
 
@@ -306,7 +309,7 @@ def _coarse(
     if visible_key is not None:
         sample = memo(st, "norm_sample", visible_key, lambda: _sample(allowed, FUNNEL_FLOOR_SAMPLE))
     else:
-        sample = _sample(sorted(allowed), FUNNEL_FLOOR_SAMPLE)
+        sample = _sample(allowed, FUNNEL_FLOOR_SAMPLE)
     for nid in sample:
         cand[nid] = None
     ids = [i for i in cand if i in allowed and i in st.node_vectors]
@@ -412,8 +415,9 @@ def _expand(
     """Give the best hits' unscored parents and children a decayed share of their score (added to
     ``scores``); returns each expanded node's origin."""
     expanded: dict[str, str] = {}
-    # the first by score, equal ones in the order scored: sorted()[:n], without sorting them all
-    seeds = heapq.nsmallest(max(1, cfg.max_expansions // 2), scores, key=lambda i: -scores[i])
+    # the first by score, equal ones by id (the order scored can follow a set's): sorted()[:n],
+    # without sorting them all
+    seeds = heapq.nsmallest(max(1, cfg.max_expansions // 2), scores, key=lambda i: (-scores[i], i))
     for sid in seeds:
         neighbours = []
         parent = st.graph.parent(sid)
