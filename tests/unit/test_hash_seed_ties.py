@@ -108,8 +108,9 @@ def test_term_coverage_is_equal_for_equally_rare_words() -> None:
     assert cover[0] == cover[1]
 
 
-# A small chat searched three ways: as a large memory does (the funnel, forced on this one), with
-# reciprocal-rank fusion, and naming a speaker whose name holds another's ("Ann" in "Ann Marie").
+# A small chat searched as a large memory does (the funnel, forced on this one): by default, with
+# reciprocal-rank fusion, and with z-scores and named speakers boosted; one query names a speaker
+# whose name holds another's ("Ann" in "Ann Marie").
 SEARCH_PROBE = """
 import hashlib, json, random
 from datetime import datetime, timedelta, timezone
@@ -144,7 +145,12 @@ out = []
 cache.FUNNEL_MIN_NODES = 10
 semantic.FUNNEL_NODES, semantic.FUNNEL_MESSAGES = 8, 16
 semantic.FUNNEL_LEXICAL, semantic.FUNNEL_FLOOR_SAMPLE = 8, 12
-for name, cfg in (("funnel", DEFAULT), ("rrf", DEFAULT.with_(semantic={"combine": "rrf"}))):
+configs = (
+    ("funnel", DEFAULT),
+    ("rrf", DEFAULT.with_(semantic={"combine": "rrf"})),
+    ("zscore, boosted", DEFAULT.with_(fusion={"normaliser": "zscore"}, semantic={"speaker_boost": 1.0})),
+)
+for name, cfg in configs:
     memory = MnemisMemory(embedder=HashingEmbedder(), config=cfg)
     memory.add_messages(msgs, namespace="n")
     for q in queries:

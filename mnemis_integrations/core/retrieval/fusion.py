@@ -50,8 +50,9 @@ def _zscore(scores: dict[str, float]) -> dict[str, float]:
     if not scores:
         return {}
     vals = list(scores.values())
-    mu = sum(vals) / len(vals)
-    sd = math.sqrt(sum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
+    # fsum: the same mean and spread whatever order the scores were gathered in (it can follow a set's)
+    mu = math.fsum(vals) / len(vals)
+    sd = math.sqrt(math.fsum((v - mu) ** 2 for v in vals) / len(vals)) or 1.0
     return {k: 1 / (1 + math.exp(-(v - mu) / sd)) for k, v in scores.items()}
 
 

@@ -160,7 +160,8 @@ def _boost_speakers(
     if not (cfg.speaker_boost > 0 and speakers and msg_sims):
         return msg_sims
     named = {n.lower() for n in speakers}
-    bonus = cfg.speaker_boost * float(np.std(list(msg_sims.values())))
+    # in key order: the similarities' own order can follow a set's, and a sum's last bits with it
+    bonus = cfg.speaker_boost * float(np.std([msg_sims[m] for m in sorted(msg_sims)]))
     return {m: s + bonus if st.messages[m].speaker.lower() in named else s for m, s in msg_sims.items()}
 
 
