@@ -6,7 +6,8 @@ its later part, against the links it builds fed in order.
 
 An agent often starts remembering a chat midway and is handed the history before it later (an export,
 a second device): the builder then meets fragments told late, older than messages it already holds,
-and its update judge must link them backwards (``OfflineUpdateJudge.fragment_added``'s late path). The
+and its update judge must link them backwards (``OfflineUpdateJudge.fragment_added`` notes them,
+``batch_added`` judges their later neighbours again once the import is written). The
 scenario suite streams in order, so no bench row reads that path. Per scenario:
 
 - in order: every message added on its own, as an agent fills memory (as ``annotator_agreement.py``);
