@@ -46,13 +46,14 @@ from .messages import (
 from .model import EdgeKind, Message, Node, NodeKind, Status
 from .passages import windows
 from .protocols import Builder, CallScoped, MemoryBound
+from .retrieval.asker import without_asker
 from .retrieval.budget import fit_to_budget
 from .retrieval.cache import PathCache
 from .retrieval.excerpt import excerpt
 from .retrieval.message_match import message_match
 from .retrieval.render import render
 from .retrieval.results import MemoryHit, metadata_of, said_last
-from .retrieval.search import dual_path_search
+from .retrieval.search import dual_path_search, speakers_of
 from .state import NamespaceState
 from .storage.base import ConcurrentWriteError, Delta
 from .storage.memory import InMemoryStore
@@ -750,7 +751,9 @@ class MnemisMemory:
         """Dual-path recall, best first.
 
         Args:
-            query: what to recall.
+            query: what to recall. One that comes as a line of the chat, "Ruth: where are we with the
+                hall?", where the name is a speaker of the namespace, is searched without the name: it
+                says who asks, not what about (``fusion.asker_prefix``).
             k: how many hits to rank. A superseded hit among them brings its current successor along
                 (``fusion.attach_successors``), so the list can run past ``k`` by those.
             namespace: whose memory.
@@ -796,8 +799,11 @@ class MnemisMemory:
         seen = set(_message_ids(exclude_messages)) if exclude_messages else set()
         t0 = time.perf_counter()
         with self._lock(namespace):
-            if not self._state(namespace).messages:
+            st = self._state(namespace)
+            if not st.messages:
                 raise NamespaceNotFoundError(namespace)
+            if cfg.fusion.asker_prefix:
+                query = without_asker(query, speakers_of(st))
         qvec = self._query_vector(query)  # outside the lock: it can take a while
         t1 = time.perf_counter()
         with self._lock(namespace):

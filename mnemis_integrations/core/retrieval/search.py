@@ -73,11 +73,17 @@ def _vagueness(st: NamespaceState, query: str) -> float:
     return 1.0 / (1 + len(specific))
 
 
+def speakers_of(st: NamespaceState) -> frozenset[str]:
+    """Everyone who has said a message in the namespace (computed once per version)."""
+    return memo(st, "speakers", None, lambda: frozenset(m.speaker for m in st.messages.values()))
+
+
 def _named_speakers(st: NamespaceState, query: str) -> frozenset[str]:
     """Speakers the query names ("What books has John read?"): their own words are the likely evidence."""
-    speakers = memo(st, "speakers", None, lambda: frozenset(m.speaker for m in st.messages.values()))
     low = query.lower()
-    return frozenset(s for s in speakers if s and re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", low))
+    return frozenset(
+        s for s in speakers_of(st) if s and re.search(rf"(?<!\w){re.escape(s.lower())}(?!\w)", low)
+    )
 
 
 def _focus(
