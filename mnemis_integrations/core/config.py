@@ -389,7 +389,7 @@ class FusionConfig(_Frozen):
         "speaker of the namespace, is searched without the name: it says who asks, not what about "
         "(`retrieval.asker`). Scenario suite (sixtieth round, the only questions it moves): tune, six of "
         "one conversation's nine such questions, R@512 +.700 and R@1,024 +.692 summed over them, current "
-        "state first the same; held-out, 50 questions in seven conversations, R@256 / 512 / 1,024 / 2,048 "
+        "state first the same; held-out, 50 questions in six conversations, R@256 / 512 / 1,024 / 2,048 "
         "+2.84 / +3.92 / +4.37 / +2.50 summed, current state first +3; LoCoMo dev: no question comes so.",
     )
     held_pass_held: bool = Field(
