@@ -738,6 +738,59 @@ def test_a_judged_successor_follows_a_value_that_changed_twice_to_its_end(monkey
         assert ranking.ids == order and "f_63" in ranking.judged, why
 
 
+# The judge unsure that 63 replaces 48 (-3.0, under `judged_successor_floor`); 63 is the later message
+# nearest 48 by vector, and 56 is judged to replace nothing.
+NEAREST_JUDGED = {"m3": {"m1": -3.0}}
+
+
+@pytest.mark.parametrize(
+    "why, neighbours, scores, fusion, placed",
+    [
+        ("the nearest later message, matching the query nearly as well", ["m3", "m2"], 0.65, {}, True),
+        ("not the nearest: the floor stays", ["m2", "m3"], 0.65, {}, False),
+        ("matching the query far less well than the hit", ["m3", "m2"], 0.5, {}, False),
+        (
+            "no lower floor for the nearest",
+            ["m3", "m2"],
+            0.65,
+            {"judged_successor_nearest_floor": None},
+            False,
+        ),
+        (
+            "a nearest floor the pair still reaches",
+            ["m3", "m2"],
+            0.65,
+            {"judged_successor_nearest_floor": -3.5},
+            True,
+        ),
+        (
+            "a nearest floor the pair does not reach",
+            ["m3", "m2"],
+            0.65,
+            {"judged_successor_nearest_floor": -2.5},
+            False,
+        ),
+    ],
+)
+def test_the_nearest_later_message_is_judged_a_successor_at_a_lower_floor(
+    monkeypatch, why, neighbours, scores, fusion, placed
+):
+    st = toy_state(SANDWICHES)
+    monkeypatch.setattr(present_state, "_judged_candidates", lambda _st, mid: NEAREST_JUDGED.get(mid, {}))
+    monkeypatch.setattr(
+        present_state, "later_neighbours", lambda _st, mid, keep: [m for m in neighbours if keep(m)]
+    )
+    alone = {"end_state_head": 0, "newer_first": 0.0, **fusion}
+    q = _query(st, "How many am I doing sandwiches for now?", config=DEFAULT.with_(fusion=alone))
+    ranking = present_state.current_state_first(
+        q, ["f_48", "f_56", "f_63"], _fused({"f_48": 0.7, "f_56": 0.68, "f_63": scores}), [], {"m1": 0.9}
+    )
+    if placed:
+        assert ranking.ids[:2] == ["f_63", "f_48"] and ranking.judged == {"f_63"}, why
+    else:
+        assert ranking.ids == ["f_48", "f_56", "f_63"] and not ranking.judged, why
+
+
 GUESTS = {
     "c_party": {
         "s_venue": {"f_hall": ["The hall fits 60 guests, we pay 300 for it."]},

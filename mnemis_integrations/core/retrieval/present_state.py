@@ -488,7 +488,7 @@ def current_state_first(
     newest = {nid for nid in newest if ranked.index(nid) < before_rule[nid]}
     # Successors judged at search time go before the hit they replace, each hit keeping its score (one
     # new to the hits enters with its own): a budget, which follows scores, shows the same messages.
-    judged = _judged_successors(q, ranked, message_scores or {})
+    judged = _judged_successors(q, ranked, message_scores or {}, fused.scores)
     placed: set[str] = set()
     if judged:
         ranked, placed = place_successors(ranked, judged)
@@ -537,7 +537,7 @@ def _successors_kept_before(
 
 
 def _judged_successors(
-    q: Query, ranked: list[str], message_scores: Mapping[str, float]
+    q: Query, ranked: list[str], message_scores: Mapping[str, float], scores: Mapping[str, float]
 ) -> dict[str, list[str]]:
     """Successors the builder was too unsure to link, read where a query meets them: for each active
     dated fragment among the first ``fusion.judged_successor_head`` hits, the active fragment holding
@@ -561,7 +561,7 @@ def _judged_successors(
         return {}
     if fcfg.judged_successor_questions == "end_state" and not asks_for_the_end(q.text):
         return {}
-    st, chain = q.st, fcfg.judged_successor_chain
+    st, chain, share = q.st, fcfg.judged_successor_chain, fcfg.judged_successor_nearest_share
     out: dict[str, list[str]] = {}
     for nid in ranked[: fcfg.judged_successor_head]:
         node = st.node(nid)
@@ -577,6 +577,10 @@ def _judged_successors(
             if chain:
                 replaced += [p for p, s in _judged_candidates(st, o).items() if s >= floor]
             for k, s in _later_replacing(q, replaced, said, own, floor):
+                # One let in by the nearest neighbour's lower floor must also match the query nearly as
+                # well as the hit it would go before.
+                if s < floor and scores.get(st.msg_fragment[k], 0.0) < share * scores.get(nid, 0.0):
+                    continue
                 key = (time_order(st.messages[k]), k) if chain else (s, k)
                 if best is None or key > best:
                     best = key
@@ -609,12 +613,16 @@ def _later_replacing(
             and st.msg_fragment.get(k) in q.allowed
         )
 
+    nearest_floor = q.config.fusion.judged_successor_nearest_floor
     for o in replaced:
-        for k in later_neighbours(st, o, visible_later):
+        for i, k in enumerate(later_neighbours(st, o, visible_later)):
             if not gate_passed(st.messages[k].text, st.messages[o].text):
                 continue
             score = _judged_candidates(st, k).get(o)
-            if score is not None and score >= floor:
+            # The later message nearest the replaced one by vector is its likeliest successor: the judge's
+            # doubt counts less there.
+            bar = nearest_floor if i == 0 and nearest_floor is not None else floor
+            if score is not None and score >= min(bar, floor):
                 yield k, score
 
 
