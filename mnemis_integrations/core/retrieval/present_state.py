@@ -551,6 +551,10 @@ def _judged_successors(
     too (48, then 56, then 63: the judge reads 63 against 48, not against 56), and of all those found the
     newest is taken, the state in force, not the highest scored.
 
+    The replaced message's nearest later message by vector needs only
+    ``fusion.judged_successor_nearest_floor``, if its fragment's fused score is at least
+    ``judged_successor_nearest_share`` of the hit's.
+
     Bounded whatever the namespace's size: the later messages looked at are the replaced message's
     nearest by vector and by word overlap (``builder.updates.later_neighbours``), each judged once per
     write version.
