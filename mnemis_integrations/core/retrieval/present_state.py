@@ -617,16 +617,16 @@ def _later_replacing(
             and st.msg_fragment.get(k) in q.allowed
         )
 
+    # The later message nearest the replaced one by vector is its likeliest successor: the judge's doubt
+    # counts less there.
     nearest_floor = q.config.fusion.judged_successor_nearest_floor
+    nearest_bar = floor if nearest_floor is None else min(nearest_floor, floor)
     for o in replaced:
         for i, k in enumerate(later_neighbours(st, o, visible_later)):
             if not gate_passed(st.messages[k].text, st.messages[o].text):
                 continue
             score = _judged_candidates(st, k).get(o)
-            # The later message nearest the replaced one by vector is its likeliest successor: the judge's
-            # doubt counts less there.
-            bar = nearest_floor if i == 0 and nearest_floor is not None else floor
-            if score is not None and score >= min(bar, floor):
+            if score is not None and score >= (nearest_bar if i == 0 else floor):
                 yield k, score
 
 
