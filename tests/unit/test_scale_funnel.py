@@ -85,6 +85,41 @@ def test_vector_index_ann_sidecar_rescored_exactly_and_follows_writes():
     assert np.mean(hits) >= 0.9, np.mean(hits)
 
 
+def test_neighbour_lookups_read_the_sidecar_only_above_their_threshold(monkeypatch):
+    """What every add asks of the message vectors (the update judge's neighbours) stops scanning every
+    vector once the index is large: exact below ``NEIGHBOURS_ANN_MIN``, proposed by the sidecar above,
+    with exact scores, best first, and nearly the exact keys."""
+    from mnemis_integrations.core.indexes import vector as vector_module
+
+    rng = np.random.default_rng(5)
+    centres = _unit(rng, 40, 32)
+    y = centres[rng.integers(0, 40, 4000)] + 0.15 * _unit(rng, 4000, 32)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    idx = VectorIndex(32)
+    idx.upsert([f"c{i}" for i in range(4000)], y)
+    monkeypatch.setattr(vector_module, "NEIGHBOURS_ANN_MIN", 5000)
+    assert idx.neighbours(y[3], 33) == idx.search(y[3], 33)  # below the threshold: the exact answer
+    assert idx._ann is None  # and no sidecar was built for it
+    monkeypatch.setattr(vector_module, "NEIGHBOURS_ANN_MIN", 1000)
+    assert not idx.approximate  # search's funnel still scans exactly: only neighbour lookups moved
+    found, shared = [], []
+    for i in range(0, 400, 10):
+        near = idx.neighbours(y[i], 33)
+        exact = idx.search(y[i], 33)
+        assert len(near) == 33
+        scores = list(near.values())
+        assert scores == sorted(scores, reverse=True)
+        for k, s in near.items():  # a proposed key keeps its exact cosine
+            assert abs(s - float(y[int(k[1:])] @ y[i])) < 1e-5
+        found.append(f"c{i}" in near)
+        shared.append(len(set(near) & set(exact)) / 33)
+    assert idx._ann is not None
+    assert all(found)
+    assert np.mean(shared) >= 0.95, np.mean(shared)
+    idx.remove(["c10"])
+    assert "c10" not in idx.neighbours(y[10], 33)  # forgotten keys are never proposed
+
+
 def test_small_memories_take_the_exact_path(memory):
     memory.add_messages(
         [{"id": "1", "speaker": "ann", "text": "The refund for order 42 timed out."}], namespace="u1"

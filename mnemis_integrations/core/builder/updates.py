@@ -436,7 +436,7 @@ def _neighbours(
     (message id, overlap) of the ``size`` sharing the most of the rare words of its ``text``, ``hidden``
     ones left out. Reads a bounded number of vector neighbours, whatever the size of the namespace."""
     reach = 4 * size + len(hidden)  # enough left once ``keep`` drops the hidden and the wrong side in time
-    near = [(k, c) for k, c in st.msg_vectors.top(st.msg_vectors.get(mid), reach).items() if keep(k)]
+    near = [(k, c) for k, c in st.msg_vectors.neighbours(st.msg_vectors.get(mid), reach).items() if keep(k)]
     by_overlap = st.lexical.overlapping(text, size, keep, max_df=OVERLAP_MAX_DF, hidden=hidden)
     return near[:size], by_overlap
 

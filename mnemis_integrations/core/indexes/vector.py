@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..threads import faiss_module, uses_faiss
-from .ann import ANN_MIN_VECTORS, IVFIndex
+from .ann import ANN_MIN_VECTORS, NEIGHBOURS_ANN_MIN, NEIGHBOURS_NPROBE, IVFIndex
 
 if TYPE_CHECKING:
     import faiss
@@ -33,10 +33,10 @@ class VectorIndex:
     ``n``-th place: when keys tie there, those the rule picks are kept, whichever faiss met first.
     faiss breaks ties by row order, which is write history (a live memory appends rows as nodes are
     written, a reopened one lays them out by kind), and exact ties are common: a subtopic holding one
-    fragment has that fragment's vector. With no tie at the ``n``-th place a search costs what faiss
-    alone does (one more row asked for); with one, faiss is asked for twice as many keys until a
-    lower score shows, so many exact ties (e.g. zero scores from a toy embedder) can widen a search
-    up to the whole index.
+    fragment has that fragment's vector. With no tie reaching past ``2 n + 1`` keys a search costs what
+    faiss alone does (the keys asked for past ``n`` cost a flat scan nothing); with one, faiss is asked
+    for twice as many keys until a lower score shows, so many exact ties (e.g. zero scores from a toy
+    embedder) can widen a search up to the whole index.
     """
 
     def __init__(self, dim: int):
@@ -240,10 +240,11 @@ class VectorIndex:
         """The ``n`` nearest live keys (``1 <= n <= len(self)``), best first, equal scores by ascending
         key, and past them every key tying the ``n``-th score: a prefix of the full ranking.
 
-        faiss is asked for one key more than ``n`` to see whether the ``n``-th score is tied past
-        it, and for twice as many while its last score still equals the ``n``-th."""
+        faiss is asked for ``2 n + 1`` keys, to see whether the ``n``-th score is tied past it (a scan
+        costs the same whatever the number of keys it keeps, and equal texts, "ok" or "thanks", tie
+        exactly), and for twice as many while its last score still equals the ``n``-th."""
         total = len(self._ids)
-        k = min(total, n + 1)
+        k = min(total, 2 * n + 1)
         params = self._params()
         while True:
             found, ids = self._index.search(q, k, params=params)
@@ -380,16 +381,41 @@ class VectorIndex:
             return {}
         if not self.approximate:
             return self.search(query, n)
+        return self._proposed(query, n, min(n, total))
+
+    def neighbours(self, query: np.ndarray, n: int) -> dict[str, float]:
+        """About the ``n`` nearest keys with their exact cosines, at a cost that stops growing with the
+        index: what every add asks of the message vectors, so that one more message costs what it costs
+        in a small namespace (BENCHMARKS.md, "Growing memory").
+
+        Exact below ``ann.NEIGHBOURS_ANN_MIN`` keys, as :meth:`search`; above, the IVF sidecar (the one
+        :meth:`top` reads) proposes ``2 n`` keys from ``ann.NEIGHBOURS_NPROBE`` lists, re-scored exactly,
+        the best ``n`` kept: best first by exact score, equal scores by ascending key. Which keys come
+        back may then depend on when the sidecar was trained (a memory reopened trains it on every key at
+        once), as for :meth:`top`; a score never does.
+        """
+        total = len(self._ids)
+        if total == 0 or n <= 0:
+            return {}
+        if total < NEIGHBOURS_ANN_MIN:
+            return self.search(query, n)
+        return self._proposed(query, n, min(2 * n, total), NEIGHBOURS_NPROBE)
+
+    def _proposed(
+        self, query: np.ndarray, n: int, proposals: int, nprobe: int | None = None
+    ) -> dict[str, float]:
+        """The best ``n`` by exact cosine of the ``proposals`` keys the IVF sidecar finds nearest."""
         if self._ann is None or self._ann.stale():
             self.build_ann()
-        _, ids = self._ann.search(query, min(n, total))
+        assert self._ann is not None
+        _, ids = self._ann.search(query, proposals, nprobe)
         if self._dead:
             ids = ids[[int(i) not in self._dead for i in ids]]
         if len(ids) == 0:
             return {}
         sims = self._dot(ids, query).tolist()
         keys = [self._keys[i] for i in ids.tolist()]
-        order = sorted(range(len(keys)), key=lambda j: (-sims[j], keys[j]))
+        order = sorted(range(len(keys)), key=lambda j: (-sims[j], keys[j]))[:n]
         return {keys[j]: sims[j] for j in order}
 
     def similarities(self, query: np.ndarray, keys: Sequence[str]) -> np.ndarray:
