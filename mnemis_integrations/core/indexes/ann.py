@@ -15,17 +15,19 @@ import numpy as np
 
 from ..threads import faiss_module, uses_faiss
 
-__all__ = ["ANN_MIN_VECTORS", "IVFIndex", "NEIGHBOURS_ANN_MIN", "NEIGHBOURS_NPROBE"]
+__all__ = ["ANN_MIN_VECTORS", "IVFIndex", "NEIGHBOURS_ANN_MIN", "NEIGHBOURS_SCAN"]
 
 ANN_MIN_VECTORS = 50_000  # below this, exact flat search is fast enough and the ANN is never built
 # A neighbour lookup (``VectorIndex.neighbours``: the update judge's, on every add) reads the sidecar from
 # a smaller index than search's funnel does: an exact scan grows with the namespace, and an add at 20,000
 # messages cost 2.5 times one at 500, most of the difference in these scans (BENCHMARKS.md, "Growing
-# memory"). It scans more lists, and asks for twice the keys it keeps, so that its keys are nearly the
-# exact ones: on 20,000 of the scenario suite's passages, .992 of the exact 33 nearest, against .928 at
-# the funnel's ``nprobe`` and no oversampling.
+# memory"). It asks for twice the keys it keeps and scans as many lists as hold about NEIGHBOURS_SCAN
+# vectors, never fewer than the funnel's: a cost that stays put as the index grows, where a fixed number of
+# lists would read more vectors the larger the lists (48 lists cost an add at 100,000 messages 2.3 ms more
+# than the funnel's 24). On 20,000 of the scenario suite's passages that is 43 lists, .99 of the exact 33
+# nearest, against .93 at the funnel's setting and no oversampling.
 NEIGHBOURS_ANN_MIN = 10_000
-NEIGHBOURS_NPROBE = 48
+NEIGHBOURS_SCAN = 6_000
 
 
 class IVFIndex:
@@ -78,6 +80,18 @@ class IVFIndex:
     def stale(self) -> bool:
         """Retrain once writes since training exceed the trained size (the centroids drift)."""
         return self.writes > max(self.trained_on, 1)
+
+    def lists_for(self, scan: int) -> int:
+        """How many lists to scan to read about ``scan`` vectors (lists hold ``len(self) / nlist`` each),
+        never fewer than the index's own ``nprobe`` nor more than it has.
+
+        >>> rng = np.random.default_rng(0); x = rng.normal(size=(6400, 8)).astype("float32")
+        >>> idx = IVFIndex(8, x / np.linalg.norm(x, axis=1, keepdims=True), np.arange(6400))
+        >>> idx.nlist, idx.lists_for(2000), idx.lists_for(100)
+        (80, 25, 24)
+        """
+        per_list = max(len(self), 1) / self.nlist
+        return min(self.nlist, max(self.nprobe, math.ceil(scan / per_list)))
 
     @uses_faiss
     def search(self, query: np.ndarray, n: int, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..threads import faiss_module, uses_faiss
-from .ann import ANN_MIN_VECTORS, NEIGHBOURS_ANN_MIN, NEIGHBOURS_NPROBE, IVFIndex
+from .ann import ANN_MIN_VECTORS, NEIGHBOURS_ANN_MIN, NEIGHBOURS_SCAN, IVFIndex
 
 if TYPE_CHECKING:
     import faiss
@@ -389,25 +389,27 @@ class VectorIndex:
         in a small namespace (BENCHMARKS.md, "Growing memory").
 
         Exact below ``ann.NEIGHBOURS_ANN_MIN`` keys, as :meth:`search`; above, the IVF sidecar (the one
-        :meth:`top` reads) proposes ``2 n`` keys from ``ann.NEIGHBOURS_NPROBE`` lists, re-scored exactly,
-        the best ``n`` kept: best first by exact score, equal scores by ascending key. Which keys come
-        back may then depend on when the sidecar was trained (a memory reopened trains it on every key at
-        once), as for :meth:`top`; a score never does.
+        :meth:`top` reads) proposes ``2 n`` keys from the lists that hold about ``ann.NEIGHBOURS_SCAN``
+        vectors, re-scored exactly, the best ``n`` kept: best first by exact score, equal scores by
+        ascending key. Which keys come back may then depend on when the sidecar was trained (a memory
+        reopened trains it on every key at once), as for :meth:`top`; a score never does.
         """
         total = len(self._ids)
         if total == 0 or n <= 0:
             return {}
         if total < NEIGHBOURS_ANN_MIN:
             return self.search(query, n)
-        return self._proposed(query, n, min(2 * n, total), NEIGHBOURS_NPROBE)
+        return self._proposed(query, n, min(2 * n, total), NEIGHBOURS_SCAN)
 
     def _proposed(
-        self, query: np.ndarray, n: int, proposals: int, nprobe: int | None = None
+        self, query: np.ndarray, n: int, proposals: int, scan: int | None = None
     ) -> dict[str, float]:
-        """The best ``n`` by exact cosine of the ``proposals`` keys the IVF sidecar finds nearest."""
+        """The best ``n`` by exact cosine of the ``proposals`` keys the IVF sidecar finds nearest, scanning
+        the lists that hold about ``scan`` vectors (the sidecar's own number of lists when None)."""
         if self._ann is None or self._ann.stale():
             self.build_ann()
         assert self._ann is not None
+        nprobe = None if scan is None else self._ann.lists_for(scan)
         _, ids = self._ann.search(query, proposals, nprobe)
         if self._dead:
             ids = ids[[int(i) not in self._dead for i in ids]]
