@@ -447,6 +447,13 @@ class MemoryGraph:
             if kind is None or d["edge"].kind == kind
         ]
 
+    def iter_in_edges(self, node_id: str, kind: EdgeKind | None = None) -> Iterator[Edge]:
+        """:meth:`in_edges` one at a time, for a caller that stops at the first it wants: a speaker's
+        entity has thousands."""
+        for _, _, d in self.g.in_edges(node_id, data=True):
+            if kind is None or d["edge"].kind == kind:
+                yield d["edge"]
+
     # ----- hierarchy -----
     def parent(self, node_id: str) -> Node | None:
         for e in self.out_edges(node_id, EdgeKind.BELONGS_TO):

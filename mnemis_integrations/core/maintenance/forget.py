@@ -389,7 +389,7 @@ def _mentioning_messages(st: NamespaceState, eid: str) -> Iterator[Message]:
     """The remaining messages of the fragments that mention entity ``eid``, read one fragment at a time:
     a name is usually said by one of the first, and a speaker's entity is mentioned by thousands of
     fragments in a large namespace (reading them all cost a forget at 100,000 messages 50 ms)."""
-    for e in st.graph.in_edges(eid, EdgeKind.MENTIONS):
+    for e in st.graph.iter_in_edges(eid, EdgeKind.MENTIONS):
         yield from st.fragment_messages(e.src)
 
 
