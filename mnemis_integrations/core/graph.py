@@ -441,11 +441,7 @@ class MemoryGraph:
         ]
 
     def in_edges(self, node_id: str, kind: EdgeKind | None = None) -> list[Edge]:
-        return [
-            d["edge"]
-            for _, _, d in self.g.in_edges(node_id, data=True)
-            if kind is None or d["edge"].kind == kind
-        ]
+        return list(self.iter_in_edges(node_id, kind))
 
     def iter_in_edges(self, node_id: str, kind: EdgeKind | None = None) -> Iterator[Edge]:
         """:meth:`in_edges` one at a time, for a caller that stops at the first it wants: a speaker's

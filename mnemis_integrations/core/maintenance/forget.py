@@ -367,9 +367,9 @@ def _rename_entities_only_forgotten_named(
             continue
         if any(_said_by(m, node.label) for m in _mentioning_messages(st, eid)):
             continue
-        still = next(
-            (a for a in node.aliases if any(_said_by(m, a) for m in _mentioning_messages(st, eid))), None
-        )
+        # No remaining message says the label, so every one was read: list them once for the aliases.
+        remaining = list(_mentioning_messages(st, eid))
+        still = next((a for a in node.aliases if any(_said_by(m, a) for m in remaining)), None)
         if still is None:
             continue  # mentioned for a name no message says (a hand edit's): nothing to name it by
         new = f"e:{normalise_name(still)}"
