@@ -227,3 +227,23 @@ def test_readying_the_benchmark_memory_for_ingest_changes_nothing_the_ingest_bui
     readied = _restored_then_ingested(scale, ready=True)
     assert any('"new0-' in n for n in readied[0])  # the batches were built into fragments
     assert readied == as_restored
+
+
+def test_a_repeated_neighbour_lookup_is_answered_again_until_the_next_write():
+    """A message told late is looked up twice in a row with its own vector (earlier, then later
+    neighbours): the second answer is the first one's, and any write in between is seen."""
+    rng = np.random.default_rng(7)
+    y = _unit(rng, 300, 16)
+    idx = VectorIndex(16)
+    idx.upsert([f"c{i}" for i in range(300)], y)
+    first = idx.neighbours(y[0], 10)
+    first.pop("c0")  # a caller's changes to its answer reach no other caller
+    again = idx.neighbours(y[0], 10)
+    assert again == idx.search(y[0], 10) and "c0" in again
+    assert idx.neighbours(y[0], 5) == idx.search(y[0], 5)  # another size is looked up anew
+    idx.upsert(["twin"], y[0][None, :])
+    assert "twin" in idx.neighbours(y[0], 10)  # a key written since is seen
+    idx.remove(["twin"])
+    assert "twin" not in idx.neighbours(y[0], 10)  # and a key forgotten since is gone
+    idx.upsert(["c1"], y[0][None, :])  # a present key's vector rewritten
+    assert idx.neighbours(y[0], 10) == idx.search(y[0], 10)
