@@ -301,3 +301,42 @@ def test_a_history_imported_after_the_live_chat_is_linked_as_when_told_in_order(
     g = imported.graph("u")
     active = sorted(f.source_ids[0] for f in g.nodes(NodeKind.FRAGMENT) if f.status == Status.ACTIVE)
     assert active == ["m1", "m3", "m4"]
+
+
+def test_a_settled_choice_opens_the_gate_without_weighing_as_a_cue():
+    """ "Carrot cake it is" names no change cue and no value, yet it settles what the lemon drizzle
+    plan was: it is judged against its neighbours, but its score gets no cue's weight."""
+    from mnemis_integrations.core.builder.updates import announces_change, pair_features
+
+    plan, choice = "Lemon drizzle for Donna's leaving do?", "Carrot cake it is 🥕 Tom can you tell Donna pls!"
+    assert gate_passed(choice, plan)
+    assert not gate_passed("What day it is today, again?", plan)  # a clause, not a choice
+    assert not gate_passed("ok see you then", plan)
+    earlier = Earlier("m0", plan, "tom", 1, overlap=2.0, weight=4.0, cosine=0.9)
+    f = pair_features(
+        choice, "ana", 5.0, earlier, cosine_rank=0, overlap_rank=0, cosine_mean=0.8, cosine_std=0.05
+    )
+    assert f["cue"] == 0.0 and f["values_changed"] == 0.0 and f["opens_gate"] == 1.0
+    assert announces_change(f)
+    assert "opens_gate" not in FEATURES  # the score reads the fitted features only
+
+
+PEOPLE_OUT_RETURNS_AND_CORRECTIONS = [
+    "Tom's out. New job in Sheffield",
+    "Back to iNaturalist then!",
+    "坏消息 王浩下个月去上海 打不了了",
+    "那就绿野吧",
+    "看错了，是27号",
+]
+
+
+@pytest.mark.parametrize("text", PEOPLE_OUT_RETURNS_AND_CORRECTIONS)
+def test_people_out_returns_and_corrections_open_the_gate(text):
+    assert gate_passed(text, "an earlier plan")
+
+
+@pytest.mark.parametrize(
+    "text", ["I'm off to bed", "晚上算了一下，不划算", "那就好", "The gazette piece is out of print"]
+)
+def test_look_alikes_leave_the_gate_shut(text):
+    assert not gate_passed(text, "an earlier plan")

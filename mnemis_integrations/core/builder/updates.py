@@ -3,7 +3,8 @@
 A new message replaces an earlier one when both speak of the same thing and the new one states a
 change. "The same thing" is measured on the pair: rare words in common (inverse-document-frequency
 weighted overlap), and how the earlier message stands among the new one's nearest by vector and by
-overlap. "A change" is a change cue in the new message (``has_change_cue``) or values that differ
+overlap. "A change" is a change cue in the new message (``has_change_cue``; a looser word that may settle
+or drop a plan, ``opens_change_gate``, lets the pair be judged without counting as one) or values that differ
 (numbers, amounts, dates, weekdays, months), since most real updates carry no cue word at all
 ("with the plus-ones we're at 52", "搬家改到1月3号"). The pair's score is a logistic model over these
 features, fitted on the tune split of the scenario suite with ``benchmarks/fit_update_judge.py``
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..changes import asks, change_values, has_change_cue, stated_values
+from ..changes import asks, change_values, has_change_cue, opens_change_gate, stated_values
 from ..config import BuildConfig
 from ..maintenance.supersede import replaces, supersede
 from ..model import EdgeKind, Message, Node, NodeKind, Status, time_order
@@ -131,7 +132,9 @@ def pair_features(
     cosine_mean: float,
     cosine_std: float,
 ) -> dict[str, float]:
-    """The features of (new message, earlier message), named as in :data:`FEATURES`.
+    """The features of (new message, earlier message), named as in :data:`FEATURES`, and
+    ``opens_gate``, which the score does not read: whether the new message names a change or a choice
+    that lets :func:`announces_change` pass it (:func:`~..changes.opens_change_gate`).
 
     ``cosine_rank`` / ``overlap_rank``: the earlier message's place (0 = first) among the new
     one's nearest by vector / by overlap; ``cosine_mean`` / ``cosine_std``: over those nearest.
@@ -159,14 +162,17 @@ def pair_features(
     f["cue_x_cosine_z"] = cue * cos_z
     f["new_asks"] = float(asks(new_text))
     f["earlier_asks"] = float(asks(earlier.text))
+    f["opens_gate"] = float(opens_change_gate(new_text))
     return f
 
 
 def announces_change(features: Mapping[str, float]) -> bool:
-    """The gate before any score: the new message has a change cue, or states other values than the
-    earlier one. Without it, small talk that repeats itself ("That's awesome, Caroline!") would be
-    judged on overlap alone; 84% of the annotated updates of the tune split pass it."""
-    return bool(features["cue"] or features["values_changed"])
+    """The gate before any score: the new message has a change cue or a word that may settle or drop
+    what was planned (``opens_gate``: "Kendal it is.", "Tom's out", "那就绿野吧"), or states other values
+    than the earlier one. Without it, small talk that repeats itself ("That's awesome, Caroline!") would
+    be judged on overlap alone; 84% of the tune split's annotated updates passed it on cues and values
+    alone, and the gate words let more be judged without weighing as a cue in the score."""
+    return bool(features["cue"] or features.get("opens_gate") or features["values_changed"])
 
 
 def gate_passed(new_text: str, old_text: str) -> bool:
@@ -178,7 +184,7 @@ def gate_passed(new_text: str, old_text: str) -> bool:
 def gate_passed_by_any(new_text: str, old_texts: Iterable[str]) -> bool:
     """:func:`gate_passed` for the new message against any of several earlier ones, its own cue and
     values read once."""
-    if has_change_cue(new_text):
+    if opens_change_gate(new_text):
         return True
     mine = stated_values(new_text)
     return bool(mine) and any((theirs := stated_values(t)) and mine - theirs for t in old_texts)
