@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 from .text import LATIN_WORD_CHAR, MONTHS, WEEKDAYS, has_cjk, jieba_words, text_cache
 
@@ -90,10 +91,17 @@ def has_change_cue(text: str) -> bool:
     ... )
     (True, True, True, False)
     """
+    return _names_cue(_CHANGE_CUES, text)
+
+
+def _names_cue(cues: re.Pattern[str], text: str, skip: Callable[[re.Match[str]], bool] | None = None) -> bool:
+    """Does ``text`` hold one of ``cues`` (a match ``skip`` does not refuse)? A Chinese cue counts as a
+    word of its own, not inside a longer one: "最终" (in the end) is no cue in "最终用户" (end users), nor
+    "调到" in "空调到了" (the air conditioner came)."""
     bounds: set[int] | None = None
-    for m in _CHANGE_CUES.finditer(text):
-        # A Chinese cue counts as a word of its own, not inside a longer one: "最终" (in the end)
-        # is no cue in "最终用户" (end users), nor "调到" in "空调到了" (the air conditioner came).
+    for m in cues.finditer(text):
+        if skip is not None and skip(m):
+            continue
         if not has_cjk(m.group(0)):
             return True
         # taken once per text: a text repeating a cue inside longer words would otherwise pay a
@@ -158,20 +166,15 @@ def opens_change_gate(text: str) -> bool:
     >>> opens_change_gate("I know what day it is."), opens_change_gate("see you then")
     (False, False)
     """
-    if has_change_cue(text):
-        return True
-    bounds: set[int] | None = None
-    for m in _GATE_CUES.finditer(text):
-        if m.group("it_is") and _NOT_A_CHOICE_BEFORE_IT_IS.search(text[: m.start()]):
-            continue
-        if m.group("then") and _NOT_A_CHOICE_BEFORE_THEN.search(text[: m.start()]):
-            continue
-        if not has_cjk(m.group(0)):
-            return True
-        bounds = _word_bounds(text) if bounds is None else bounds  # a Chinese cue is a word of its own
-        if m.start() in bounds and m.end() in bounds:
-            return True
-    return False
+    return has_change_cue(text) or _names_cue(_GATE_CUES, text, skip=_not_a_choice)
+
+
+def _not_a_choice(m: re.Match[str]) -> bool:
+    before = m.string[: m.start()]
+    return bool(
+        (m.group("it_is") and _NOT_A_CHOICE_BEFORE_IT_IS.search(before))
+        or (m.group("then") and _NOT_A_CHOICE_BEFORE_THEN.search(before))
+    )
 
 
 def _word_bounds(text: str) -> set[int]:
