@@ -170,8 +170,8 @@ def announces_change(features: Mapping[str, float]) -> bool:
     """The gate before any score: the new message has a change cue or a word that may settle or drop
     what was planned (``opens_gate``: "Kendal it is.", "Tom's out", "那就绿野吧"), or states other values
     than the earlier one. Without it, small talk that repeats itself ("That's awesome, Caroline!") would
-    be judged on overlap alone; 84% of the tune split's annotated updates passed it on cues and values
-    alone, and the gate words let more be judged without weighing as a cue in the score."""
+    be judged on overlap alone; 1,546 of the 1,800 annotated updates of the tune split (97 conversations)
+    pass it, the gate words letting more be judged without weighing as a cue in the score."""
     return bool(features["cue"] or features.get("opens_gate") or features["values_changed"])
 
 
