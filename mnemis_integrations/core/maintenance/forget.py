@@ -340,7 +340,11 @@ def _drop_forgotten_aliases(st: NamespaceState, candidates: set[str], messages: 
         said = {a for a in node.aliases if any(_said_by(m, a) for m in messages)}
         if not said:
             continue
-        gone = {a for a in said if not any(_said_by(m, a) for m in _mentioning_messages(st, eid))}
+        gone = set(said)  # those no remaining message says: one walk, stopped once every one is heard
+        for m in _mentioning_messages(st, eid):
+            gone -= {a for a in gone if _said_by(m, a)}
+            if not gone:
+                break
         if gone:
             node.aliases = [a for a in node.aliases if a not in gone]
             g.touch(eid)
