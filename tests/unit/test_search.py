@@ -672,6 +672,20 @@ def test_before_the_switch_a_fact_has_no_successor_to_place():
             False,
         ),
         ("plan B not yet said", "Which plan is it now?", {}, BEFORE_THE_SWITCH, False),
+        (
+            "a value the asker remembers asks for the end",
+            "Which plan for the hosting? I thought it was plan A",
+            {},
+            None,
+            True,
+        ),
+        (
+            "remembered, though it says before",
+            "Which plan did we have before? I thought it was plan A",
+            {},
+            None,
+            True,
+        ),
     ],
 )
 def test_a_successor_the_builder_did_not_link_goes_before_the_hit_it_replaces(
@@ -1447,3 +1461,24 @@ def test_a_linked_message_the_query_does_not_meet_does_not_lead():
     new, old = _linked_pair(updates=(("f_recount", "f_count", "m5", "m3"),))  # "the hall has a piano"
     assert old.focus[0] == "m1" and "m3" not in old.focus[:2]
     assert new.focus[0] == "m5"  # its own link message is still among its two best
+
+
+@pytest.mark.parametrize(
+    "text, end, only_past",
+    [
+        ("搬家是哪天？不是说5号吗", True, False),
+        ("孙梅问我每天几点到几点，之前是不是说开到晚上八点？", True, False),
+        ("比赛几点开踢来着？我记得说的是下午", True, False),
+        ("When are we making the weather call? I had Friday evening down", True, False),
+        ("Who's giving the vet talk? I thought it was Huw on the Saturday", True, False),
+        ("Is it still on the 27th? That's what I wrote on the calendar.", True, False),
+        ("what's the deposit on the rooms? was it always that?", True, False),
+        # no remembered value: a thought, an opinion, a question about the past
+        ("I thought about the venue: which one did we book first?", False, True),
+        ("我觉得那家不错，一开始说的是哪家？", False, True),
+        ("Who brought the cake?", False, False),
+    ],
+)
+def test_a_value_the_asker_remembers_asks_for_the_end_even_before_a_past_word(text, end, only_past):
+    assert present_state.asks_for_the_end(text) is end
+    assert present_state._asks_only_about_the_past(text) is only_past
