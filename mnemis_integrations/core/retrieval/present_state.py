@@ -90,7 +90,7 @@ _ASKS_HOW_MUCH = re.compile(
 # "I had Friday evening down", "I thought it was Huw on the Saturday", "之前是不是说开到八点？"):
 # the question asks for the end state, though it may say "before" or 之前, and the value it
 # names is likely the one replaced. No progress cue ("where are we with"): read as asking for
-# the end, those cost the fifty-fifth round's PC its MRR. Sixty-fourth round (RV), scenario
+# the end, those cost the fifty-fifth round's PC its MRR. Sixty-fourth round (RM), scenario
 # suite incremental: current state first .8383 -> .8439 (tune), .8032 -> .8113 (held-out),
 # budget recall within .0014, MRR -.0017 / -.0022; LoCoMo dev unchanged.
 _REMEMBERS_A_VALUE = re.compile(
