@@ -447,6 +447,16 @@ class FusionConfig(_Frozen):
         "(held-out), budget recall unchanged, MRR .814 -> .820 / .802 -> .803; LoCoMo dev recall unchanged, "
         "MRR .641 -> .640.",
     )
+    present_state_restated: bool = Field(
+        True,
+        description="Also for the newer hit of `present_state_head`: it goes before an older one when both "
+        "hold a word of the query and it states a change to that one (a change cue or other values: 'Farah "
+        "says 6 stands, not 8' after 'yes to 8 stands'). Scenario suite, incremental, sixty-fifth round "
+        "(tune, 101 conversations): alone, current state first .8402 -> .8447 (6 up, 1 down), R@256 -.0012, "
+        "MRR -.0007; with the round's further end-state cues (RP): .8402 -> .8492 (tune), .8113 -> .8189 "
+        "(held-out, 266), budget recall within .0012, MRR -.0018 / -.0020 (BENCHMARKS.md, sixty-fifth "
+        "round).",
+    )
     judged_successor_floor: float | None = Field(
         -1.5,
         description="A successor the builder did not link, found at search time: for a question that "

@@ -1473,6 +1473,15 @@ def test_a_linked_message_the_query_does_not_meet_does_not_lead():
         ("Who's giving the vet talk? I thought it was Huw on the Saturday", True, False),
         ("Is it still on the 27th? That's what I wrote on the calendar.", True, False),
         ("what's the deposit on the rooms? was it always that?", True, False),
+        ("Where are we setting off from – wasn't it Workington?", True, False),
+        ("How many pages is the magazine going to be? I thought Margaret said 20.", True, False),
+        ("Who's only coming for one night again?", True, False),
+        ("周日在哪儿上课啊？还是物业那个活动室吧？", True, False),
+        ("谢师宴是在哪家饭店办来着？我咋记得之前订的是另一家", True, False),
+        # a named end, or a change the asker knows of
+        ("What's the per-seat price at this point? Feels like it's moved a few times", True, False),
+        ("How many lines are we ending up with on the new bar?", True, False),
+        ("开业那天都安排了些什么？有啥变动吗", True, False),
         # no remembered value: a thought, an opinion, a question about the past
         ("I thought about the venue: which one did we book first?", False, True),
         ("我觉得那家不错，一开始说的是哪家？", False, True),
@@ -1482,3 +1491,37 @@ def test_a_linked_message_the_query_does_not_meet_does_not_lead():
 def test_a_value_the_asker_remembers_asks_for_the_end_even_before_a_past_word(text, end, only_past):
     assert present_state.asks_for_the_end(text) is end
     assert present_state._asks_only_about_the_past(text) is only_past
+
+
+# Stands promised, then fewer: no entity named in both, one word of the question in both, a value changed.
+STANDS = {
+    "c_show": {
+        "s_kit": {"f_stands": ["Upton Stitchers: yes to 8 stands."], "f_tea": ["Tea rota is up."]},
+        "s_loan": {"f_fewer": ["Farah says 6 stands, not 8. Two have broken feet."]},
+    }
+}
+STANDS_RANKED = ["f_stands", "f_tea", "f_fewer"]
+
+
+@pytest.mark.parametrize(
+    "why, text, fusion, order",
+    [
+        (
+            "a word of the question in both, the newer states other values",
+            "How many stands are we getting?",
+            {},
+            ["f_fewer", "f_stands", "f_tea"],
+        ),
+        ("turned off", "How many stands are we getting?", {"present_state_restated": False}, STANDS_RANKED),
+        ("no word of the question in both", "What are we borrowing?", {}, STANDS_RANKED),
+        ("asks about the past", "How many stands did they offer at first?", {}, STANDS_RANKED),
+    ],
+)
+def test_a_newer_hit_restating_a_value_the_question_names_goes_before_the_older_one(why, text, fusion, order):
+    """``fusion.present_state_restated``: the same matter is also a word of the query held by both hits,
+    where the newer states a change to the older."""
+    config = DEFAULT.with_(fusion={"present_state_judge": None, **fusion})
+    q = _query(toy_state(STANDS), text, config=config)
+    scores = {"f_stands": 0.8, "f_tea": 0.75, "f_fewer": 0.75}
+    got, _ = present_state._state_in_force_first(q, STANDS_RANKED, scores)
+    assert got == order, why
