@@ -237,8 +237,9 @@ def _state_in_force_first(
     coming now?"), the newest hit among the first ``fusion.amount_head`` that states a number goes before
     the first older one that states one (``_newest_amount_up``). Any other
     question ("How many guests are we expecting?") is read as asking for what holds now too, but only
-    a newer hit on the same matter as an older one (naming the same specific thing, or judged to
-    replace it: ``_newer_before``) goes before it (among the first
+    a newer hit on the same matter as an older one (naming the same specific thing, judged to
+    replace it, or holding a word of the question it holds too with a stated change:
+    ``_newer_before``, ``fusion.present_state_restated``) goes before it (among the first
     ``fusion.present_state_head``, within ``fusion.present_state_margin``). Only the
     order they are read in changes: each hit keeps its score, and a token budget, which follows the
     scores, shows the same messages of them as without the rule.
