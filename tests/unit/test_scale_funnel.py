@@ -190,9 +190,9 @@ def test_the_normalisation_sample_belongs_to_the_visible_set_it_was_drawn_from(s
 
 
 def test_benchmark_run_reports_the_issue_fields():
-    """Run in a fresh process, as `benchmarks/scale.py` is: resident memory per node is a difference of
-    two readings, which a process that has run other tests (and frees memory during the build) can
-    make negative."""
+    """Run in a fresh process, as `benchmarks/scale.py` runs each size (``--child``): resident memory per
+    node is a difference of two readings, which a process that has run other tests (and frees memory
+    during the build) can make negative."""
     code = (
         "import json, sys; sys.path.insert(0, 'benchmarks'); import scale; "
         "print(json.dumps(scale.run_one(1200, dim=32, n_queries=12, agreement_queries=0)))"
