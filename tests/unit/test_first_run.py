@@ -7,21 +7,8 @@ an OpenMP runtime read when it loaded) is decided once per process.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_python(code: str, **env: str) -> tuple[str, str]:
-    """(stdout, stderr) of ``code`` in a fresh interpreter, without the caller's OpenMP settings."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
-    environ.update(env, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip(), done.stderr
+from fresh_python import run_python
 
 
 def test_importing_the_package_imports_neither_faiss_nor_bm25s():

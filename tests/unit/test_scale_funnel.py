@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 from bench_modules import bench_module
+from fresh_python import run_python
 
 from mnemis_integrations import MnemisMemory
 from mnemis_integrations.core.graph import MemoryGraph
@@ -193,15 +191,11 @@ def test_benchmark_run_reports_the_issue_fields():
     """Run in a fresh process, as `benchmarks/scale.py` runs each size (``--child``): resident memory per
     node is a difference of two readings, which a process that has run other tests (and frees memory
     during the build) can make negative."""
-    code = (
+    stdout, _ = run_python(
         "import json, sys; sys.path.insert(0, 'benchmarks'); import scale; "
         "print(json.dumps(scale.run_one(1200, dim=32, n_queries=12, agreement_queries=0)))"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(stdout.splitlines()[-1])
     scale = _scale_module()
     for key in (
         "nodes",
